@@ -1,0 +1,47 @@
+#include "codeact/core/json.hpp"
+
+#include <fmt/format.h>
+
+namespace codeact::core {
+
+Result<Json> parse_json(std::string_view text, std::string_view what) {
+  try {
+    return Json::parse(text.begin(), text.end());
+  } catch (const Json::parse_error& e) {
+    return invalid_argument(fmt::format("{} is not valid JSON (byte {}): {}", what, e.byte, e.what()));
+  }
+}
+
+std::string json_string(const Json& j, std::string_view key, std::string fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return fallback;
+  return it->get<std::string>();
+}
+
+int64_t json_int(const Json& j, std::string_view key, int64_t fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return fallback;
+  return it->get<int64_t>();
+}
+
+double json_number(const Json& j, std::string_view key, double fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return fallback;
+  return it->get<double>();
+}
+
+bool json_bool(const Json& j, std::string_view key, bool fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_boolean()) return fallback;
+  return it->get<bool>();
+}
+
+std::string dump_json(const Json& j, int indent) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace codeact::core
