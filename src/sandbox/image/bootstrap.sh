@@ -1,0 +1,41 @@
+#!/bin/bash
+# Builds the sandbox's Debian root filesystem on the host and packs it as a tar for
+# `docker import` (used where no registry can provide a base image).
+# Usage: bootstrap.sh WORK_DIR SUITE MIRROR OUTPUT_TAR PACKAGES_FILE
+# Needs root (debootstrap creates device nodes and chowns files). Prints progress on stdout.
+set -euo pipefail
+
+work_dir=$1 suite=$2 mirror=$3 output=$4 packages_file=$5
+rootfs="$work_dir/rootfs"
+
+cleanup() {
+  # debootstrap mounts /proc, /sys (and binds /dev in a container) inside the target; a failed
+  # run can leave them mounted. Unmount before deleting, and never cross file systems.
+  if [ -d "$rootfs" ]; then
+    awk -v r="$rootfs" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/mounts \
+      | sort -r | while read -r m; do umount -l "$m" || true; done
+    rm -rf --one-file-system "$rootfs"
+  fi
+}
+trap cleanup EXIT
+
+packages=$(sed -e 's/#.*//' "$packages_file" | tr -s ' \t\n' ',' | sed -e 's/^,//' -e 's/,$//')
+echo "debootstrap: $suite from $mirror with $packages"
+cleanup
+mkdir -p "$rootfs"
+debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$mirror"
+
+echo "bootstrap: cleaning apt caches"
+chroot "$rootfs" apt-get clean
+rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/log/*.log \
+  "$rootfs"/var/log/apt/* "$rootfs"/tmp/* "$rootfs"/root/.cache
+echo "deb $mirror $suite main" > "$rootfs/etc/apt/sources.list"
+# Docker provides these at run time.
+: > "$rootfs/etc/hostname"
+: > "$rootfs/etc/resolv.conf"
+
+echo "bootstrap: packing $output"
+tar --numeric-owner --xattrs --one-file-system -C "$rootfs" \
+  --exclude=./proc/* --exclude=./sys/* --exclude=./dev/* -cf "$output.partial" .
+mv "$output.partial" "$output"
+echo "bootstrap: done ($(du -h "$output" | cut -f1))"
