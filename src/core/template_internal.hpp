@@ -1,0 +1,161 @@
+// Internals of the Jinja-subset engine (include/codeact/core/template.hpp): tokens (lexer),
+// syntax tree (parser) and the parsed Program the renderer walks. Used only by template_*.cpp.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codeact/core/json.hpp"
+#include "codeact/core/result.hpp"
+#include "codeact/core/template.hpp"
+
+namespace codeact::core::template_internal {
+
+struct Position {
+  int line = 1;
+  int column = 1;
+};
+
+// Lexer output. Text between tags is one kText token; a tag is its begin token, the expression
+// tokens inside it and its end token.
+enum class TokenKind {
+  kText,
+  kVariableBegin,  // {{
+  kVariableEnd,    // }}
+  kBlockBegin,     // {%
+  kBlockEnd,       // %}
+  kName,
+  kString,
+  kInteger,
+  kFloat,
+  kOperator,  // value holds the operator text: "==", "(", "|", ...
+  kEnd,       // end of source
+};
+
+struct Token {
+  TokenKind kind;
+  std::string value;  // text, name, string contents (unescaped), number text or operator
+  Position pos;
+};
+
+// Splits `source` into tokens, applying whitespace control ({%- -%} {{- -}} {#- -#}), comments,
+// {% raw %} and the trim/lstrip/trailing-newline options.
+Result<std::vector<Token>> tokenize(std::string_view source, const std::string& name,
+                                    const TemplateOptions& options);
+
+// ---------------------------------------------------------------------------------------------
+// Syntax tree
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct Expr {
+  enum class Kind {
+    kLiteral,  // literal
+    kName,     // name
+    kAttr,     // args[0].name
+    kIndex,    // args[0][args[1]]
+    kCall,     // args[0](args[1..], kwargs)
+    kFilter,   // args[0] | name(args[1..], kwargs)
+    kTest,     // args[0] is [not] name(args[1..])
+    kNeg,      // -args[0]
+    kNot,      // not args[0]
+    kBinary,   // args[0] name args[1]; name is the operator ("+", "==", "in", "not in", "~", ...)
+    kAnd,
+    kOr,
+    kCond,     // args[0] if args[1] else args[2] (args[2] may be absent)
+    kList,     // [args...]
+    kDict,     // {args[0]: args[1], args[2]: args[3], ...}
+  };
+  Kind kind;
+  Position pos;
+  Json literal;
+  std::string name;
+  bool negated = false;  // `is not`
+  std::vector<ExprPtr> args;
+  std::vector<std::pair<std::string, ExprPtr>> kwargs;
+};
+
+struct Node;
+using Body = std::vector<Node>;
+
+struct Node {
+  enum class Kind { kText, kOutput, kIf, kFor, kSet };
+  Kind kind;
+  Position pos;
+  std::string text;  // kText
+  ExprPtr expr;      // kOutput value, kFor iterable, kSet value (null for a block set)
+  // kIf: one (condition, body) per if/elif; else_body for else.
+  std::vector<std::pair<ExprPtr, Body>> branches;
+  Body body;       // kFor body, kSet block body
+  Body else_body;  // kIf else, kFor else (runs when nothing was iterated)
+  std::vector<std::string> targets;  // kFor loop variables, kSet names
+  ExprPtr filter;  // kFor `if` condition
+};
+
+struct Program {
+  std::string name;
+  TemplateOptions options;
+  Body body;
+};
+
+// Builds the tree from tokens.
+Result<std::shared_ptr<Program>> parse_tokens(std::vector<Token> tokens, std::string name,
+                                              TemplateOptions options);
+
+// Error helper: InvalidArgument `template "<name>": line L, column C: <message>`.
+Error template_error(const std::string& name, Position pos, const std::string& message);
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+
+// A value during rendering: a Json value, or undefined (a missing variable, attribute or key;
+// `hint` says which, for strict-mode errors).
+struct Value {
+  Json json;
+  bool undefined = false;
+  std::string hint;
+
+  static Value undef(std::string hint) {
+    Value v;
+    v.undefined = true;
+    v.hint = std::move(hint);
+    return v;
+  }
+};
+
+// Everything a filter, test or method needs to know about the call site.
+struct CallSite {
+  const std::string& template_name;
+  bool strict;
+  Position pos;
+
+  Error error(const std::string& message) const { return template_error(template_name, pos, message); }
+};
+
+struct Args {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
+
+  // The argument at `index` or named `name`, or nullptr.
+  const Value* get(size_t index, std::string_view name) const;
+};
+
+// Python truthiness (None, False, 0, "", [] and {} are false).
+bool truthy(const Json& value);
+// Python type name of a value: 'str', 'int', 'float', 'bool', 'NoneType', 'list', 'dict'.
+std::string type_name(const Json& value);
+// json.dumps(value, sort_keys=True, indent=indent) as Python prints it (ensure_ascii, ", " and
+// ": " separators); `html_safe` escapes < > & ' like jinja2's tojson. indent < 0: one line.
+std::string python_json_dumps(const Json& value, int indent, bool html_safe);
+// Splits a UTF-8 string into code points (each as its UTF-8 bytes).
+std::vector<std::string> utf8_chars(const std::string& s);
+
+Result<Value> apply_filter(const std::string& name, Value input, const Args& args, const CallSite& site);
+Result<bool> apply_test(const std::string& name, const Value& input, const Args& args, const CallSite& site);
+Result<Value> call_method(const Value& self, const std::string& name, const Args& args, const CallSite& site);
+
+
+}  // namespace codeact::core::template_internal

@@ -1,0 +1,282 @@
+// Python semantics of template values: str()/repr() printing, truthiness, type names and
+// json.dumps, so prompts render the same text jinja2 would.
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "template_internal.hpp"
+
+namespace codeact::core {
+namespace {
+
+std::string python_float(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+  if (d == 0) return std::signbit(d) ? "-0.0" : "0.0";
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
+  std::string sci(buf, r.ptr);
+  bool negative = sci[0] == '-';
+  if (negative) sci.erase(0, 1);
+  size_t e = sci.find('e');
+  std::string mantissa = sci.substr(0, e);
+  int exponent = std::stoi(sci.substr(e + 1));
+  std::string digits;
+  for (char c : mantissa) {
+    if (c != '.') digits += c;
+  }
+  std::string out;
+  if (exponent >= -4 && exponent < 16) {
+    // Python's repr switches to exponent notation below 1e-4 and from 1e16.
+    if (exponent < 0) {
+      out = "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+    } else if (static_cast<size_t>(exponent) + 1 >= digits.size()) {
+      out = digits + std::string(static_cast<size_t>(exponent) + 1 - digits.size(), '0') + ".0";
+    } else {
+      out = digits.substr(0, static_cast<size_t>(exponent) + 1) + "." +
+            digits.substr(static_cast<size_t>(exponent) + 1);
+    }
+    return (negative ? "-" : "") + out;
+  }
+  out = digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  char exp_buf[16];
+  std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+  return (negative ? "-" : "") + out + exp_buf;
+}
+
+std::string python_string_repr(const std::string& s) {
+  bool has_single = s.find('\'') != std::string::npos;
+  bool has_double = s.find('"') != std::string::npos;
+  char quote = (has_single && !has_double) ? '"' : '\'';
+  std::string out(1, quote);
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c == static_cast<unsigned char>(quote)) {
+          out += '\\';
+          out += static_cast<char>(c);
+        } else if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += quote;
+  return out;
+}
+
+// Decodes one UTF-8 code point at s[i]; advances i. Invalid bytes decode as U+FFFD.
+uint32_t decode_utf8(const std::string& s, size_t& i) {
+  auto b = static_cast<unsigned char>(s[i]);
+  int len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+  if (len == 0 || i + static_cast<size_t>(len) > s.size()) {
+    ++i;
+    return 0xfffd;
+  }
+  uint32_t cp = len == 1 ? b : len == 2 ? (b & 0x1f) : len == 3 ? (b & 0x0f) : (b & 0x07);
+  for (int k = 1; k < len; ++k) {
+    auto c = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+    if ((c & 0xc0) != 0x80) {
+      ++i;
+      return 0xfffd;
+    }
+    cp = (cp << 6) | (c & 0x3f);
+  }
+  i += static_cast<size_t>(len);
+  return cp;
+}
+
+void json_string(std::string& out, const std::string& s, bool html_safe) {
+  out += '"';
+  size_t i = 0;
+  char buf[16];
+  while (i < s.size()) {
+    uint32_t cp = decode_utf8(s, i);
+    switch (cp) {
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      case '\b': out += "\\b"; continue;
+      case '\f': out += "\\f"; continue;
+      default: break;
+    }
+    bool escape = cp < 0x20 || cp > 0x7e ||
+                  (html_safe && (cp == '<' || cp == '>' || cp == '&' || cp == '\''));
+    if (!escape) {
+      out += static_cast<char>(cp);
+    } else if (cp > 0xffff) {
+      uint32_t v = cp - 0x10000;
+      std::snprintf(buf, sizeof(buf), "\\u%04x\\u%04x", 0xd800 + (v >> 10), 0xdc00 + (v & 0x3ff));
+      out += buf;
+    } else {
+      std::snprintf(buf, sizeof(buf), "\\u%04x", cp);
+      out += buf;
+    }
+  }
+  out += '"';
+}
+
+void json_dump(std::string& out, const Json& v, int indent, int depth, bool html_safe) {
+  auto newline = [&](int d) {
+    out += '\n';
+    out += std::string(static_cast<size_t>(indent * d), ' ');
+  };
+  switch (v.type()) {
+    case Json::value_t::null: out += "null"; return;
+    case Json::value_t::boolean: out += v.get<bool>() ? "true" : "false"; return;
+    case Json::value_t::number_integer: out += std::to_string(v.get<int64_t>()); return;
+    case Json::value_t::number_unsigned: out += std::to_string(v.get<uint64_t>()); return;
+    case Json::value_t::number_float: {
+      double d = v.get<double>();
+      if (std::isnan(d)) out += "NaN";
+      else if (std::isinf(d)) out += d < 0 ? "-Infinity" : "Infinity";
+      else out += python_float(d);
+      return;
+    }
+    case Json::value_t::string: json_string(out, v.get_ref<const std::string&>(), html_safe); return;
+    case Json::value_t::array: {
+      if (v.empty()) {
+        out += "[]";
+        return;
+      }
+      out += '[';
+      bool first = true;
+      for (const auto& item : v) {
+        if (!first) out += indent >= 0 ? "," : ", ";
+        first = false;
+        if (indent >= 0) newline(depth + 1);
+        json_dump(out, item, indent, depth + 1, html_safe);
+      }
+      if (indent >= 0) newline(depth);
+      out += ']';
+      return;
+    }
+    case Json::value_t::object: {
+      if (v.empty()) {
+        out += "{}";
+        return;
+      }
+      out += '{';
+      bool first = true;
+      for (const auto& [key, item] : v.items()) {  // nlohmann objects iterate in key order
+        if (!first) out += indent >= 0 ? "," : ", ";
+        first = false;
+        if (indent >= 0) newline(depth + 1);
+        json_string(out, key, html_safe);
+        out += ": ";
+        json_dump(out, item, indent, depth + 1, html_safe);
+      }
+      if (indent >= 0) newline(depth);
+      out += '}';
+      return;
+    }
+    default: out += "null"; return;
+  }
+}
+
+}  // namespace
+
+std::string python_repr(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null: return "None";
+    case Json::value_t::boolean: return value.get<bool>() ? "True" : "False";
+    case Json::value_t::number_integer: return std::to_string(value.get<int64_t>());
+    case Json::value_t::number_unsigned: return std::to_string(value.get<uint64_t>());
+    case Json::value_t::number_float: return python_float(value.get<double>());
+    case Json::value_t::string: return python_string_repr(value.get_ref<const std::string&>());
+    case Json::value_t::array: {
+      std::string out = "[";
+      bool first = true;
+      for (const auto& item : value) {
+        if (!first) out += ", ";
+        first = false;
+        out += python_repr(item);
+      }
+      return out + "]";
+    }
+    case Json::value_t::object: {
+      std::string out = "{";
+      bool first = true;
+      for (const auto& [key, item] : value.items()) {
+        if (!first) out += ", ";
+        first = false;
+        out += python_string_repr(key) + ": " + python_repr(item);
+      }
+      return out + "}";
+    }
+    default: return "None";
+  }
+}
+
+std::string python_str(const Json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  return python_repr(value);
+}
+
+namespace template_internal {
+
+const Value* Args::get(size_t index, std::string_view name) const {
+  if (index < positional.size()) return &positional[index];
+  for (const auto& [key, value] : keyword) {
+    if (key == name) return &value;
+  }
+  return nullptr;
+}
+
+bool truthy(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null: return false;
+    case Json::value_t::boolean: return v.get<bool>();
+    case Json::value_t::number_integer: return v.get<int64_t>() != 0;
+    case Json::value_t::number_unsigned: return v.get<uint64_t>() != 0;
+    case Json::value_t::number_float: return v.get<double>() != 0;
+    case Json::value_t::string: return !v.get_ref<const std::string&>().empty();
+    case Json::value_t::array:
+    case Json::value_t::object: return !v.empty();
+    default: return false;
+  }
+}
+
+std::string type_name(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null: return "NoneType";
+    case Json::value_t::boolean: return "bool";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: return "int";
+    case Json::value_t::number_float: return "float";
+    case Json::value_t::string: return "str";
+    case Json::value_t::array: return "list";
+    case Json::value_t::object: return "dict";
+    default: return "object";
+  }
+}
+
+std::string python_json_dumps(const Json& value, int indent, bool html_safe) {
+  std::string out;
+  json_dump(out, value, indent, 0, html_safe);
+  return out;
+}
+
+std::vector<std::string> utf8_chars(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t start = i;
+    decode_utf8(s, i);
+    out.push_back(s.substr(start, i - start));
+  }
+  return out;
+}
+
+}  // namespace template_internal
+}  // namespace codeact::core
