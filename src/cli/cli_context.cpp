@@ -1,0 +1,53 @@
+#include "cli_context.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "codeact/sandbox/docker_client.hpp"
+
+namespace codeact::cli {
+
+int report(const core::Error& error) {
+  std::cerr << "codeact: " << error.message() << "\n";
+  switch (error.code()) {
+    case core::Code::kInvalidArgument:
+      return kExitUsage;
+    case core::Code::kUnavailable:
+    case core::Code::kNotFound:
+    case core::Code::kDeadlineExceeded:
+      return kExitUnavailable;
+    default:
+      return 1;
+  }
+}
+
+core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager() {
+  CODEACT_TRY(auto docker, sandbox::DockerClient::create());
+  CODEACT_TRY_STATUS(docker->ping());
+  sandbox::SandboxManagerOptions options;
+  options.progress = [](std::string_view line) { std::cerr << "  " << line << "\n"; };
+  return std::make_shared<sandbox::SandboxManager>(docker, options);
+}
+
+std::vector<std::string> split_csv(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const auto& v : values) {
+    size_t start = 0;
+    while (start <= v.size()) {
+      size_t comma = v.find(',', start);
+      std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+      while (!item.empty() && item.back() == ' ') item.pop_back();
+      if (!item.empty()) out.push_back(item);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+bool stdout_is_tty() { return ::isatty(STDOUT_FILENO) == 1; }
+
+}  // namespace codeact::cli

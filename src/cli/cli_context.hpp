@@ -1,0 +1,44 @@
+// Shared plumbing of the `codeact` subcommands: how errors are printed and turned into exit
+// codes, and how the Docker client and sandbox manager are made. Internal to the CLI.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "codeact/core/result.hpp"
+#include "codeact/sandbox/sandbox_manager.hpp"
+
+namespace codeact::cli {
+
+// Exit statuses of the CLI contract.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCellRaised = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUnavailable = 3;
+
+// Prints "codeact: <message>" to stderr and returns the exit status for the error:
+// 2 for bad input, 3 when Docker/the sandbox is unavailable or missing, 1 otherwise.
+int report(const core::Error& error);
+
+// A Docker client and sandbox manager; progress of a first-use image build goes to stderr.
+core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager();
+
+// Where each subcommand stores the status it exits with.
+struct ExitCode {
+  int value = 0;
+};
+
+void add_image_commands(CLI::App& app, ExitCode& exit);
+void add_sandbox_commands(CLI::App& app, ExitCode& exit);
+void add_volume_commands(CLI::App& app, ExitCode& exit);
+void add_doctor_command(CLI::App& app, ExitCode& exit);
+
+// Splits "a,b,c" (also accepts repeated flags) into items, dropping empties.
+std::vector<std::string> split_csv(const std::vector<std::string>& values);
+// True when stdout is a terminal (colors, live output).
+bool stdout_is_tty();
+
+}  // namespace codeact::cli

@@ -1,0 +1,125 @@
+// `codeact image build` and `codeact doctor`.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "cli_context.hpp"
+#include "codeact/core/config.hpp"
+#include "codeact/core/subprocess.hpp"
+#include "codeact/sandbox/docker_client.hpp"
+#include "codeact/sandbox/image_builder.hpp"
+
+namespace codeact::cli {
+
+void add_image_commands(CLI::App& app, ExitCode& exit) {
+  auto* img = app.add_subcommand("image", "Build the sandbox image (no registry needed)");
+  img->require_subcommand(1);
+  auto* build = img->add_subcommand("build", "Build the sandbox image if missing (or again with --force), showing progress");
+  auto force = std::make_shared<bool>(false);
+  auto method = std::make_shared<std::string>("auto");
+  build->add_flag("--force", *force, "Rebuild even if the image for this recipe exists");
+  build->add_option("--method", *method, "auto, base-image or debootstrap")
+      ->check(CLI::IsMember({"auto", "base-image", "debootstrap"}))
+      ->capture_default_str();
+  build->callback([=, &exit] {
+    auto docker = sandbox::DockerClient::create();
+    if (!docker.ok()) {
+      exit.value = report(docker.error());
+      return;
+    }
+    if (auto s = (*docker)->ping(); !s.ok()) {
+      exit.value = report(s.error());
+      return;
+    }
+    sandbox::ImageBuilderOptions opts;
+    opts.method = *method == "debootstrap"  ? sandbox::BuildMethod::kDebootstrap
+                  : *method == "base-image" ? sandbox::BuildMethod::kBaseImage
+                                            : sandbox::BuildMethod::kAuto;
+    opts.progress = [](std::string_view line) { std::cerr << "  " << line << "\n"; };
+    sandbox::ImageBuilder builder(*docker, opts);
+    std::cerr << fmt::format("[codeact] sandbox image {}\n", builder.image_tag());
+    auto r = builder.build(*force);
+    if (!r.ok()) {
+      exit.value = report(r.error());
+      return;
+    }
+    if (r->built) {
+      std::cerr << fmt::format("[codeact] built {} with {} in {:.1f}s ({} MB)\n", r->tag, sandbox::build_method_name(r->method),
+                               r->duration.count() / 1000.0, r->size_bytes / (1024 * 1024));
+    } else {
+      std::cerr << fmt::format("[codeact] {} is already built\n", r->tag);
+    }
+    std::cout << r->tag << "\n";
+    exit.value = kExitOk;
+  });
+}
+
+void add_doctor_command(CLI::App& app, ExitCode& exit) {
+  auto* cmd = app.add_subcommand("doctor", "Check what codeact needs (Docker, the sandbox image, ...) and say what to fix");
+  cmd->callback([&exit] {
+    int problems = 0;
+    auto ok = [](const std::string& what) { std::cout << "  ok    " << what << "\n"; };
+    auto bad = [&problems](const std::string& what, const std::string& fix) {
+      ++problems;
+      std::cout << "  FAIL  " << what << "\n        fix: " << fix << "\n";
+    };
+    auto warn = [](const std::string& what, const std::string& note) {
+      std::cout << "  note  " << what << "\n        " << note << "\n";
+    };
+    std::cout << "codeact doctor\n";
+    auto docker = sandbox::DockerClient::create();
+    std::shared_ptr<sandbox::DockerClient> client;
+    if (!docker.ok()) {
+      bad("Docker host: " + docker.error().message(), "set DOCKER_HOST=unix:///path/to/docker.sock");
+    } else {
+      client = *docker;
+      auto v = client->version();
+      if (!v.ok()) {
+        bad("Docker engine: " + v.error().message(), "start the daemon (systemctl start docker) or set DOCKER_HOST");
+        client.reset();
+      } else {
+        ok(fmt::format("Docker engine {} at {} (API {})", v->version, client->host(), v->negotiated_api_version));
+      }
+    }
+    if (client) {
+      sandbox::ImageBuilder builder(client);
+      auto img = builder.find_image();
+      if (img.ok()) {
+        ok(fmt::format("sandbox image {} ({} MB)", builder.image_tag(), img->size / (1024 * 1024)));
+      } else {
+        warn(fmt::format("sandbox image {} is not built yet", builder.image_tag()),
+             "it is built on first use; `codeact image build` builds it now");
+        bool root = ::geteuid() == 0;
+        if (!core::find_program("debootstrap")) {
+          bad("debootstrap is not installed (needed to build the image without a registry)",
+              "apt-get install debootstrap (scripts/setup.sh does it)");
+        } else if (!root) {
+          bad("building the image with debootstrap needs root", "run `sudo codeact image build` once");
+        }
+      }
+    }
+    std::string dir = core::data_dir();
+    if (::access(dir.c_str(), W_OK) == 0) {
+      ok("data directory " + dir);
+    } else {
+      bad("data directory " + dir + " is not writable", "set CODEACT_HOME to a writable directory");
+    }
+    auto persistence = core::getenv_string("ENABLE_PERSISTENCE");
+    if (persistence && (*persistence == "false" || *persistence == "0")) {
+      warn("ENABLE_PERSISTENCE is off", "sandbox state lives in memory only and is lost when a container stops");
+    }
+    if (auto driver = core::getenv_string("VOLUME_DRIVER"); driver && *driver == "nfs") {
+      if (!core::getenv_string("NFS_SERVER") || !core::getenv_string("NFS_PATH")) {
+        bad("VOLUME_DRIVER=nfs without NFS_SERVER and NFS_PATH", "set both, e.g. NFS_SERVER=nfs.example NFS_PATH=/exports/codeact");
+      } else {
+        ok(fmt::format("NFS volumes on {}:{}", *core::getenv_string("NFS_SERVER"), *core::getenv_string("NFS_PATH")));
+      }
+    }
+    std::cout << (problems == 0 ? "everything codeact needs is in place\n"
+                                : fmt::format("{} problem(s) to fix\n", problems));
+    exit.value = problems == 0 ? kExitOk : kExitUnavailable;
+  });
+}
+
+}  // namespace codeact::cli
