@@ -114,6 +114,8 @@ PREVIEW_CAP = 200
 GET_REPR_CAP = 64 * 1024
 GET_VALUE_MAX_ELEMENTS = 10_000
 MAX_EXECUTION_RECORDS = 10_000
+MEMORY_RECORDS_BYTES = 64 << 20
+GET_VALUE_BUDGET = 100_000
 SPILL_BYTES = 4 << 20
 OUTPUT_SCAN_LIMIT = 20_000
 READ_FILE_LIMIT = 512 << 20
@@ -259,7 +261,7 @@ def _bounded_repr(obj, cap):
             text = _REPR.repr(obj)
         else:
             text = builtins.repr(obj)
-    except BaseException as e:  # a user __repr__ may raise anything
+    except Exception as e:  # a user __repr__ may raise anything; interrupts propagate
         text = "<repr failed: %s: %s>" % (type(e).__name__, _short(e, 200))
     if not isinstance(text, str):
         text = str(text)
@@ -272,10 +274,15 @@ class _NotJson(Exception):
     pass
 
 
-def _to_json(value, max_elements=None, depth=0):
-    """Convert value to plain JSON types (numpy via tolist, tuples/sets to lists) or raise."""
+def _to_json(value, max_elements=None, depth=0, budget=None):
+    """Convert value to plain JSON types (numpy via tolist, tuples/sets to lists) or raise.
+    max_elements bounds each container/array, budget (a one-item list) all elements."""
     if depth > 100:
         raise _NotJson("nested too deeply")
+    if budget is not None:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _NotJson("too many elements in all")
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -288,7 +295,7 @@ def _to_json(value, max_elements=None, depth=0):
         if max_elements is not None and len(value) > max_elements:
             raise _NotJson("more than %d elements" % max_elements)
         items = value if isinstance(value, (list, tuple)) else list(value)
-        return [_to_json(v, max_elements, depth + 1) for v in items]
+        return [_to_json(v, max_elements, depth + 1, budget) for v in items]
     if isinstance(value, dict):
         if max_elements is not None and len(value) > max_elements:
             raise _NotJson("more than %d elements" % max_elements)
@@ -300,15 +307,45 @@ def _to_json(value, max_elements=None, depth=0):
                 key = json.dumps(k)
             else:
                 raise _NotJson("dict key of type %s" % type(k).__name__)
-            out[key] = _to_json(v, max_elements, depth + 1)
+            out[key] = _to_json(v, max_elements, depth + 1, budget)
         return out
     mod = type(value).__module__ or ""
     if mod.split(".")[0] == "numpy" and hasattr(value, "tolist"):
         size = getattr(value, "size", 1)
         if max_elements is not None and size > max_elements:
             raise _NotJson("array of %d elements (more than %d)" % (size, max_elements))
-        return _to_json(value.tolist(), None, depth + 1)
+        return _to_json(value.tolist(), None, depth + 1, budget)
     raise _NotJson("%s is not JSON-serializable" % _type_name(value))
+
+
+_MISSING = object()
+
+
+def _import_ref(obj):
+    """(module, qualname) when obj is a function or class that `import module` gives back by
+    that qualified name (e.g. `from collections import OrderedDict`), else None."""
+    if not isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+        return None
+    mod = getattr(obj, "__module__", None)
+    qual = getattr(obj, "__qualname__", None)
+    if not isinstance(mod, str) or not isinstance(qual, str) or mod == "__main__" \
+            or "<" in qual:
+        return None
+    target = sys.modules.get(mod)
+    if target is None:
+        return None
+    for part in qual.split("."):
+        target = getattr(target, part, _MISSING)
+    return (mod, qual) if target is obj else None
+
+
+def _resolve_ref(module, qualname):
+    import importlib
+
+    target = importlib.import_module(module)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
 
 
 def _code_names(code, acc=None):
@@ -399,14 +436,17 @@ class _CellOutput:
     """Where fds 1 and 2 go while one cell runs; optionally streamed to the host."""
 
     def __init__(self, limit, stream_to=None):
-        import codecs
-
         self.limit = limit
         self.bufs = {"stdout": _Capped(limit), "stderr": _Capped(limit)}
         self.stream_to = stream_to  # (connection, request id) or None
         self.pending = {"stdout": bytearray(), "stderr": bytearray()}
         self.streamed = {"stdout": 0, "stderr": 0}
-        self.decoders = {n: codecs.getincrementaldecoder("utf-8")("replace") for n in self.bufs}
+        self.decoders = None
+        if stream_to is not None:
+            import codecs
+
+            self.decoders = {n: codecs.getincrementaldecoder("utf-8")("replace")
+                             for n in self.bufs}
         self.send_lock = threading.Lock()
         self.closed = False
         self.frames_last_flush = 0
@@ -461,13 +501,16 @@ class _OutputRouter:
         self.log_fd = log_fd
         self.lock = threading.Lock()  # guards capture and the reads of the pipes
         self.capture = None
-        self.names = {}
+        self.names = {}  # read end -> stream name
+        self.keep = {}  # 1/2 -> private copy of the pipe's write end, to repair fd 1/2
+        self.ino = {}
         for fd, name in ((1, "stdout"), (2, "stderr")):
-            r, w = os.pipe()
+            r, w = os.pipe()  # both ends non-inheritable; dup2 makes fd 1/2 inheritable
             os.dup2(w, fd)
-            os.close(w)
             os.set_blocking(r, False)
             self.names[r] = name
+            self.keep[fd] = w
+            self.ino[fd] = os.fstat(w).st_ino
         self.stdout = self._text_stream(1)
         self.stderr = self._text_stream(2)
         sys.stdout, sys.stderr = self.stdout, self.stderr
@@ -544,6 +587,21 @@ class _OutputRouter:
         if cap is not None and cap.stream_to is not None:
             cap.flush_stream(self, final=True)
         return cap
+
+    def repair(self):
+        """Undoes what a previous cell may have done to fds 1/2 or sys.stdout/stderr."""
+        for fd, w in self.keep.items():
+            try:
+                intact = os.fstat(fd).st_ino == self.ino[fd]
+            except OSError:
+                intact = False
+            if not intact:
+                os.dup2(w, fd)
+        if self.stdout.closed:
+            self.stdout = self._text_stream(1)
+        if self.stderr.closed:
+            self.stderr = self._text_stream(2)
+        sys.stdout, sys.stderr = self.stdout, self.stderr
 
     def flush_python(self):
         for stream in (sys.stdout, sys.stderr, self.stdout, self.stderr):
@@ -817,6 +875,7 @@ class _SpillSink:
         self.buf = bytearray()
         self.spill_path = spill_path
         self.fd = None
+        self.spilled = False
 
     def write(self, data):
         # The C pickler hands over bytes, and for big buffers (protocol 5) a PickleBuffer.
@@ -832,6 +891,7 @@ class _SpillSink:
             self.buf += view
             if len(self.buf) > SPILL_BYTES:
                 self.fd = os.open(self.spill_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                self.spilled = True
                 self._write_fd(memoryview(self.buf))
                 self.buf = bytearray()
         else:
@@ -851,9 +911,8 @@ class _SpillSink:
             self.fd = None
 
     def discard(self):
-        spilled = self.fd is not None or os.path.exists(self.spill_path)
         self.close()
-        if spilled:
+        if self.spilled:
             _unlink_quiet(self.spill_path)
 
 
@@ -1017,7 +1076,8 @@ class Kernel:
         self.provided = {}  # name -> object put there by the host (bridge stubs, define)
         self.cell = 0
         self.pending_dirty = set()  # names touched by cells not yet committed
-        self.records = {}  # execution id -> reply payload (in memory; persist=false or cached)
+        self.records = {}  # execution id -> (reply, size), kept in memory only
+        self.records_bytes = 0
         self.restored = []
         self.restore_errors = []
         self.jobs = queue.SimpleQueue()
@@ -1030,6 +1090,8 @@ class Kernel:
         self.log_fd = 2
         self.router = None
         self.package_re = None
+        self._plain_cells = []
+        self._sigint = None
 
     # ----------------------------------------------------------------- startup
 
@@ -1061,7 +1123,8 @@ class Kernel:
         os.set_inheritable(self.log_fd, False)
         self.router = _OutputRouter(self.log_fd)
         builtins.ToolError = ToolError
-        signal.signal(signal.SIGINT, self._on_sigint)
+        self._sigint = self._on_sigint
+        self._install_sigint()
         if self.persistence:
             self._restore()
         self._listen()
@@ -1106,6 +1169,11 @@ class Kernel:
             conn = _Connection(self, sock)
             threading.Thread(target=conn.serve, name="codeact-conn", daemon=True).start()
 
+    def _install_sigint(self):
+        # User code may have replaced the handler; one cheap check per cell.
+        if signal.getsignal(signal.SIGINT) is not self._sigint:
+            signal.signal(signal.SIGINT, self._sigint)
+
     def _on_sigint(self, signum, frame):
         if self.in_user:
             raise KeyboardInterrupt
@@ -1130,14 +1198,22 @@ class Kernel:
         for name, reason in (m.get("not_persisted") or {}).items():
             self.restore_errors.append(
                 {"name": name, "reason": "was not persisted: %s" % reason})
+        # Modules and imported names first, then data, then functions, then classes (so that a
+        # class mutated after its instances were saved ends with its latest definition).
         order = {"module": 0, "data": 1, "function": 2, "class": 3}
-        names = sorted(st.entries, key=lambda n: (order.get(st.entries[n].get("kind"), 1), n))
+
+        def rank(n):
+            e = st.entries[n]
+            return (0 if not e.get("file") else order.get(e.get("kind"), 1), n)
+
         import pickle
 
-        for name in names:
+        for name in sorted(st.entries, key=rank):
             e = st.entries[name]
             try:
-                if e.get("kind") == "module" and not e.get("file"):
+                if not e.get("file") and e.get("qualname"):
+                    obj = _resolve_ref(e["module"], e["qualname"])
+                elif not e.get("file"):
                     import importlib
 
                     obj = importlib.import_module(e["module"])
@@ -1257,6 +1333,12 @@ class Kernel:
 
                 pickle.Pickler(sink, protocol=5).dump(obj)
             else:
+                if isinstance(obj, type) and obj.__module__ == "__main__":
+                    # Pickling an instance makes copyreg cache __slotnames__ on its class; do
+                    # it first so the class's bytes do not change the next time.
+                    import copyreg
+
+                    copyreg._slotnames(obj)
                 _pickler_class()(sink, self.ns).dump(obj)
         except BaseException:
             sink.discard()
@@ -1270,7 +1352,8 @@ class Kernel:
         very commit could not persist. The record is committed atomically with the state."""
         st = self.store
         ns = self.ns
-        os.makedirs(st.objects_dir, exist_ok=True)
+        if not os.path.isdir(st.objects_dir):
+            os.makedirs(st.objects_dir, exist_ok=True)
         user = self._user_names()
         user_set = set(user)
         entries = dict(st.entries)
@@ -1293,9 +1376,25 @@ class Kernel:
                 continue
             committed[name] = obj
             old = entries.get(name)
+            entry = None
+            if obj is ns:
+                not_persisted[name] = ("is the namespace itself (globals()); rebind it with "
+                                       "%s = globals()" % name)
+                if old is not None:
+                    entries.pop(name)
+                    if old.get("file"):
+                        obsolete.append(old["file"])
+                continue
             if isinstance(obj, types.ModuleType) and sys.modules.get(obj.__name__) is obj:
                 entry = {"kind": "module", "file": None, "module": obj.__name__,
                          "type": "module", "sha256": None, "size": 0}
+            else:
+                ref = _import_ref(obj)
+                if ref is not None:  # imported function/class: stored as a reference
+                    entry = {"kind": _kind(obj), "file": None, "module": ref[0],
+                             "qualname": ref[1], "type": _type_name(obj), "sha256": None,
+                             "size": 0}
+            if entry is not None:
                 if old and old.get("file"):
                     obsolete.append(old["file"])
                 entries[name] = entry
@@ -1326,7 +1425,7 @@ class Kernel:
             rel = st.object_file(name, seq)
             path = os.path.join(st.dir, rel)
             try:
-                if sink.fd is not None or os.path.exists(sink.spill_path):
+                if sink.spilled:
                     sink.close(fsync=st.fsync)
                     os.replace(sink.spill_path, path)
                 else:
@@ -1345,7 +1444,8 @@ class Kernel:
         if record is not None:
             exec_id, payload = record
             rel = st.record_file(exec_id)
-            os.makedirs(st.exec_dir, exist_ok=True)
+            if not os.path.isdir(st.exec_dir):
+                os.makedirs(st.exec_dir, exist_ok=True)
             _write_atomic(os.path.join(st.dir, rel), _encode(payload), st.fsync)
             wrote_record = True
             executions = dict(executions)
@@ -1380,9 +1480,9 @@ class Kernel:
                 "persistence": self.persistence}
 
     def _recorded(self, exec_id):
-        payload = self.records.get(exec_id)
-        if payload is not None:
-            return payload
+        kept = self.records.get(exec_id)
+        if kept is not None:
+            return kept[0]
         rel = self.store.executions.get(exec_id)
         if rel is None:
             return None
@@ -1466,7 +1566,7 @@ class Kernel:
             try:
                 self._commit(seq, candidates, final_reply)
                 self.pending_dirty.clear()
-                self.records.pop(exec_id, None)
+                self._forget(exec_id)
             except Exception as e:
                 reply["persist_error"] = "state not saved: %s: %s" % (type(e).__name__, e)
                 self.pending_dirty |= candidates
@@ -1482,10 +1582,20 @@ class Kernel:
         return reply
 
     def _remember(self, exec_id, reply):
-        self.records.pop(exec_id, None)
-        self.records[exec_id] = reply
-        while len(self.records) > MAX_EXECUTION_RECORDS:
-            del self.records[next(iter(self.records))]
+        """Keeps a reply in memory (persist=false, persistence off, failed commit): the last
+        MAX_EXECUTION_RECORDS ids, within MEMORY_RECORDS_BYTES of output."""
+        self._forget(exec_id)
+        size = 256 + sum(len(reply.get(k) or "") for k in ("stdout", "stderr", "result"))
+        self.records[exec_id] = (reply, size)
+        self.records_bytes += size
+        while self.records and (len(self.records) > MAX_EXECUTION_RECORDS
+                                or self.records_bytes > MEMORY_RECORDS_BYTES):
+            self._forget(next(iter(self.records)))
+
+    def _forget(self, exec_id):
+        old = self.records.pop(exec_id, None)
+        if old is not None:
+            self.records_bytes -= old[1]
 
     def _run_cell(self, code, seq, timeout):
         """Runs one cell on the main thread. Returns (status, result, error, names, timed_out)."""
@@ -1494,6 +1604,12 @@ class Kernel:
 
         filename = "<cell %d>" % seq
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        # Sources stay for tracebacks and inspect.getsource; cells that define nothing are
+        # forgotten after a while.
+        if not any(w in code for w in ("def ", "class ", "lambda")):
+            self._plain_cells.append(filename)
+            if len(self._plain_cells) > 200:
+                linecache.cache.pop(self._plain_cells.pop(0), None)
         names = set()
         try:
             tree = ast.parse(code, filename, "exec")
@@ -1508,9 +1624,10 @@ class Kernel:
                 _code_names(expr_code, names)
         except (SyntaxError, ValueError, OverflowError, RecursionError) as e:
             return "error", None, self._format_error(e, None, False, 0), names, False
-        value = None
+        value = result = None
         timed_out = False
-        signal.signal(signal.SIGINT, self._on_sigint)
+        self._install_sigint()
+        self.router.repair()
         if timeout > 0:
             self.watchdog.arm(timeout)
         try:
@@ -1519,6 +1636,8 @@ class Kernel:
                 exec(body, self.ns)
                 if expr_code is not None:
                     value = eval(expr_code, self.ns)
+                    if value is not None:  # a user __repr__ is user code too
+                        result = _bounded_repr(value, RESULT_REPR_CAP)
             finally:
                 self.in_user = False
                 if timeout > 0:
@@ -1526,13 +1645,9 @@ class Kernel:
         except BaseException as e:
             if timeout > 0 and not timed_out:
                 timed_out = self.watchdog.disarm()
-            if timed_out and not isinstance(e, KeyboardInterrupt):
-                timed_out = False  # the interrupt was turned into something else by user code
+            # Past its timeout the cell timed out, whatever user code made of the interrupt.
             return "error", None, self._format_error(e, e.__traceback__, timed_out, timeout), \
                 names, timed_out
-        result = None
-        if value is not None:
-            result = _bounded_repr(value, RESULT_REPR_CAP)
         return "ok", result, None, names, False
 
     def _format_error(self, e, tb, timed_out, timeout):
@@ -1632,7 +1747,7 @@ class Kernel:
             raise OpError("NotFound", "no variable named %r in the sandbox namespace" % (name,))
         obj = self.ns[name]
         try:
-            value = _to_json(obj, GET_VALUE_MAX_ELEMENTS)
+            value = _to_json(obj, GET_VALUE_MAX_ELEMENTS, 0, [GET_VALUE_BUDGET])
         except (_NotJson, RecursionError):
             value = None
         except Exception:
@@ -1670,7 +1785,7 @@ class Kernel:
         err = None
         try:
             code = compile(source, "<define>", "exec")
-            signal.signal(signal.SIGINT, self._on_sigint)
+            self._install_sigint()
             self.in_user = True
             try:
                 exec(code, self.ns)

@@ -789,3 +789,95 @@ def test_memory_footprint_when_idle(kernel):
     with open("/proc/%d/status" % kernel.proc.pid) as f:
         rss_kb = int([l for l in f if l.startswith("VmRSS")][0].split()[1])
     assert rss_kb < 40 * 1024, rss_kb
+
+
+# --------------------------------------------------------------------------- more persistence
+
+def test_imported_functions_and_classes_are_stored_as_references(kernel, client):
+    client.run("from collections import OrderedDict\nfrom os.path import join\n"
+               "from json import dumps as to_json")
+    entries = manifest(kernel)["entries"]
+    assert entries["OrderedDict"] == {"kind": "class", "file": None, "module": "collections",
+                                      "qualname": "OrderedDict", "type": "type",
+                                      "sha256": None, "size": 0}
+    assert entries["join"]["module"] == "posixpath" and entries["join"]["file"] is None
+    assert entries["to_json"]["qualname"] == "dumps"
+    assert os.listdir(os.path.join(kernel.state, "objects")) == []
+    kernel.restart()
+    c = kernel.client()
+    assert c.run("OrderedDict.__module__, join('a', 'b'), to_json([1])")["result"] == \
+        "('collections', 'a/b', '[1]')"
+
+
+def test_dataclass_enum_closure_survive_restart_and_generators_are_reported(kernel, client):
+    r = client.run("import dataclasses, enum\n@dataclasses.dataclass\nclass P:\n    x: int\n"
+                   "    y: int = 0\nclass Color(enum.Enum):\n    RED = 1\np = P(1)\n"
+                   "col = Color.RED\ndef make_adder(n):\n    def add(v):\n        return v + n\n"
+                   "    return add\nadd3 = make_adder(3)\ngen = (i for i in range(3))")
+    assert [d["name"] for d in r["not_persisted"]] == ["gen"]
+    assert "generator" in r["not_persisted"][0]["reason"]
+    kernel.restart()
+    c = kernel.client()
+    r = c.run("p, type(p) is P, col is Color.RED, add3(4), P(2, 3)")
+    assert r["result"] == "(P(x=1, y=0), True, True, 7, P(x=2, y=3))", r
+
+
+def test_referencing_an_unchanged_function_or_instance_does_not_rewrite_it(kernel, client):
+    client.run("class Acc:\n    def __init__(self):\n        self.n = 0\n"
+               "    def total(self):\n        return self.n\nacc = Acc()\n"
+               "def use(a):\n    return a.total()")
+    client.run("use(acc)")  # settles one-time effects (copyreg caches __slotnames__)
+    before = {n: e["file"] for n, e in manifest(kernel)["entries"].items()}
+    client.run("use(acc), acc, Acc, use")
+    client.run("use(acc)")
+    after = {n: e["file"] for n, e in manifest(kernel)["entries"].items()}
+    assert after == before
+    client.run("acc.n = 5")
+    assert manifest(kernel)["entries"]["acc"]["file"] != before["acc"]
+
+
+def test_globals_itself_is_reported_not_pickled(client):
+    r = client.run("g = globals()\nx = 1")
+    assert [d["name"] for d in r["not_persisted"]] == ["g"]
+    assert "globals()" in r["not_persisted"][0]["reason"]
+
+
+def test_replay_of_a_persist_false_cell_comes_from_memory(client):
+    client.run("n = 0")
+    r1 = client.run("n += 1\nn", execution_id="mem-1", persist=False)
+    r2 = client.run("n += 1\nn", execution_id="mem-1", persist=False)
+    assert r1["result"] == "1" and r2["replayed"] is True and r2["result"] == "1"
+    assert value(client, "n") == 1
+
+
+# --------------------------------------------------------------------------- more execute
+
+def test_output_capture_survives_user_code_closing_stdout(client):
+    client.run("import sys, os\nsys.stdout.close()")
+    assert client.run("print('back')")["stdout"] == "back\n"
+    client.run("import os\nos.close(1)")
+    assert client.run("import os\nprint('again')\nos.write(1, b'raw\\n')")["stdout"] == \
+        "again\nraw\n"
+    client.run("import sys, io\nsys.stdout = io.StringIO()")
+    assert client.run("print('restored')")["stdout"] == "restored\n"
+
+
+def test_a_hanging_repr_of_the_result_is_covered_by_the_timeout(client):
+    r = client.run("class Slow:\n    def __repr__(self):\n        while True:\n            pass\n"
+                   "Slow()", timeout=0.5)
+    assert r["timed_out"] is True and r["error"]["type"] == "TimeoutError"
+    assert client.run("1")["result"] == "1"
+
+
+def test_interrupt_turned_into_another_exception_still_counts_as_timeout(client):
+    r = client.run("import time\ntry:\n    time.sleep(100)\nexcept KeyboardInterrupt:\n"
+                   "    raise RuntimeError('cleanup failed')", timeout=0.5)
+    assert r["timed_out"] is True and r["error"]["type"] == "TimeoutError"
+    assert "cleanup failed" in r["error"]["traceback"]
+
+
+def test_user_replacing_the_sigint_handler_does_not_disable_timeouts(client):
+    client.run("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)")
+    t0 = time.monotonic()
+    r = client.run("import time\ntime.sleep(100)", timeout=0.5)
+    assert r["timed_out"] is True and time.monotonic() - t0 < 2
