@@ -1,0 +1,271 @@
+// The sandbox manager against the real Docker engine and the real sandbox image: what a user of
+// `codeact sandbox` relies on — state that survives a killed container, notebook semantics,
+// execution ids, timeouts, confinement, hardening.
+#include "codeact/sandbox/sandbox_manager.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "codeact/sandbox/image_builder.hpp"
+
+using namespace codeact;
+using namespace codeact::sandbox;
+using core::Json;
+
+namespace {
+
+class SandboxManagerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto docker = DockerClient::create();
+    ASSERT_TRUE(docker.ok()) << docker.error().to_string();
+    docker_ = *docker;
+    ImageBuilder builder(docker_);
+    auto tag = builder.ensure_image();
+    ASSERT_TRUE(tag.ok()) << tag.error().to_string();
+  }
+  static void TearDownTestSuite() { docker_.reset(); }
+
+  void SetUp() override {
+    manager_ = std::make_unique<SandboxManager>(docker_);
+    std::random_device rd;
+    id_ = "itest-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 100000);
+  }
+  void TearDown() override { (void)manager_->remove(id_, /*volume=*/true); }
+
+  SandboxInfo start(SandboxOptions o = {}) {
+    o.id = id_;
+    auto info = manager_->start(o);
+    EXPECT_TRUE(info.ok()) << info.error().to_string();
+    return info.ok() ? *info : SandboxInfo{};
+  }
+  ExecuteResult run(const std::string& code, const std::string& exec_id = "", double timeout = 60) {
+    ExecuteRequest req;
+    req.code = code;
+    req.execution_id = exec_id;
+    req.timeout_seconds = timeout;
+    auto r = manager_->execute(id_, req);
+    EXPECT_TRUE(r.ok()) << r.error().to_string();
+    return r.ok() ? *r : ExecuteResult{};
+  }
+
+  static std::shared_ptr<DockerClient> docker_;
+  std::unique_ptr<SandboxManager> manager_;
+  std::string id_;
+};
+std::shared_ptr<DockerClient> SandboxManagerTest::docker_;
+
+TEST_F(SandboxManagerTest, StateSurvivesDockerKillOfTheContainer) {
+  start();
+  auto first = run(
+      "import numpy as np\n"
+      "arr = np.arange(12).reshape(3, 4)\n"
+      "def area(w, h):\n    return w * h\n"
+      "class Point:\n    def __init__(self, x, y): self.x, self.y = x, y\n    def norm1(self): return abs(self.x) + abs(self.y)\n"
+      "p = Point(3, -4)\n"
+      "import collections as col\n"
+      "counts = col.Counter('hello')\n");
+  ASSERT_TRUE(first.ok) << first.error->message;
+  EXPECT_TRUE(first.not_persisted.empty()) << Json(first.not_persisted).dump();
+
+  ASSERT_TRUE(docker_->kill_container(SandboxManager::container_name(id_)).ok());
+  auto after = run("print(int(arr.sum()), area(6, 7), p.norm1(), isinstance(p, Point), counts['l'], np.__name__, col.__name__)");
+  ASSERT_TRUE(after.ok) << (after.error ? after.error->message : "");
+  EXPECT_EQ(after.stdout_text, "66 42 7 True 2 numpy collections\n");
+  EXPECT_NE(after.notice.find("restarted"), std::string::npos) << after.notice;
+}
+
+TEST_F(SandboxManagerTest, AFailedCellKeepsWhatItAssignedBeforeTheError) {
+  start();
+  auto r = run("a = 1\nb = 2\n1 / 0\nc = 3\n");
+  EXPECT_FALSE(r.ok);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->type, "ZeroDivisionError");
+  EXPECT_NE(r.error->traceback.find("1 / 0"), std::string::npos) << r.error->traceback;
+  auto next = run("print(a + b, 'c' in globals())");
+  EXPECT_EQ(next.stdout_text, "3 False\n");
+  // and that survives a restart too
+  ASSERT_TRUE(manager_->restart(id_).ok());
+  EXPECT_EQ(run("print(a + b)").stdout_text, "3\n");
+}
+
+TEST_F(SandboxManagerTest, ARepeatedExecutionIdDoesNotRunTwice) {
+  start();
+  run("counter = 0");
+  auto once = run("counter += 1\nprint(counter)", "step-1");
+  EXPECT_EQ(once.stdout_text, "1\n");
+  EXPECT_FALSE(once.replayed);
+  auto again = run("counter += 1\nprint(counter)", "step-1");
+  EXPECT_TRUE(again.replayed);
+  EXPECT_EQ(again.stdout_text, "1\n");
+  ASSERT_TRUE(docker_->kill_container(SandboxManager::container_name(id_)).ok());
+  auto after_kill = run("counter += 1\nprint(counter)", "step-1");
+  EXPECT_TRUE(after_kill.replayed);
+  EXPECT_EQ(run("print(counter)").stdout_text, "1\n");
+}
+
+TEST_F(SandboxManagerTest, ACellPastItsTimeoutIsInterruptedAndStateKept) {
+  start();
+  auto r = run("before = 'kept'\nimport time\ntime.sleep(60)", "", 1.0);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.timed_out);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->type, "TimeoutError");
+  EXPECT_LT(r.duration_ms, 5000);
+  EXPECT_EQ(run("print(before)").stdout_text, "kept\n");
+}
+
+TEST_F(SandboxManagerTest, AKernelThatIgnoresTheInterruptIsKilledAndRestartedFromItsSnapshot) {
+  start();
+  run("survivor = 41");
+  auto start_time = std::chrono::steady_clock::now();
+  auto r = run(
+      "import time\n"
+      "while True:\n"
+      "    try:\n"
+      "        time.sleep(0.05)\n"
+      "    except BaseException:\n"
+      "        pass\n",
+      "", 1.0);
+  auto took = std::chrono::steady_clock::now() - start_time;
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.kernel_restarted);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->type, "TimeoutError");
+  EXPECT_NE(r.error->message.find("restarted from the snapshot"), std::string::npos) << r.error->message;
+  EXPECT_LT(took, std::chrono::seconds(30));
+  EXPECT_EQ(run("print(survivor + 1)").stdout_text, "42\n");
+}
+
+TEST_F(SandboxManagerTest, OutputBeyondTheCapKeepsHeadAndTail) {
+  start();
+  auto r = run("print('HEAD')\nfor i in range(200000): print('x' * 10)\nprint('TAIL')");
+  EXPECT_TRUE(r.ok);
+  EXPECT_LT(r.stdout_text.size(), 70000u);
+  EXPECT_EQ(r.stdout_text.rfind("HEAD", 0), 0u);
+  EXPECT_NE(r.stdout_text.find("TAIL"), std::string::npos);
+  ASSERT_TRUE(r.truncated.is_object());
+  EXPECT_GT(r.truncated.value("stdout", 0), 2000000);
+}
+
+TEST_F(SandboxManagerTest, FilesAreBinarySafeAndConfinedToTheWorkspace) {
+  start();
+  std::string blob;
+  for (int i = 0; i < 256; ++i) blob.push_back(static_cast<char>(i));
+  blob += std::string("\0\0end", 5);
+  ASSERT_TRUE(manager_->write_file(id_, "/output/data/blob.bin", blob).ok());
+  auto back = manager_->read_file(id_, "data/blob.bin");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(*back, blob);
+  auto seen = run("print(len(open('/output/data/blob.bin','rb').read()))");
+  EXPECT_EQ(seen.stdout_text, std::to_string(blob.size()) + "\n");
+  auto files = manager_->list_files(id_);
+  ASSERT_TRUE(files.ok());
+  ASSERT_EQ(files->size(), 1u);
+  EXPECT_EQ((*files)[0].path, "/output/data/blob.bin");
+
+  for (const std::string bad : {"/etc/passwd", "../../../etc/passwd", "/persistent-storage/other/x"}) {
+    auto r = manager_->read_file(id_, bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code(), core::Code::kPermissionDenied) << r.error().to_string();
+  }
+  run("import os\nos.symlink('/etc', '/output/escape')");
+  auto via_link = manager_->read_file(id_, "/output/escape/passwd");
+  ASSERT_FALSE(via_link.ok());
+  EXPECT_EQ(via_link.error().code(), core::Code::kPermissionDenied);
+}
+
+TEST_F(SandboxManagerTest, PackageNamesWithShellMetacharactersAreRejected) {
+  start();
+  for (const std::string bad : {"numpy; rm -rf /", "$(reboot)", "a b", "pkg|cat", "--index-url=http://evil"}) {
+    auto r = manager_->install(id_, {bad});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code(), core::Code::kInvalidArgument);
+    EXPECT_NE(r.error().message().find(bad), std::string::npos);
+  }
+  auto sys = manager_->install(id_, {"curl && id"}, /*system=*/true);
+  ASSERT_FALSE(sys.ok());
+  EXPECT_EQ(sys.error().code(), core::Code::kInvalidArgument);
+}
+
+TEST_F(SandboxManagerTest, ContainerIsHardenedAsDockerInspectShows) {
+  start();
+  auto info = docker_->inspect_container(SandboxManager::container_name(id_));
+  ASSERT_TRUE(info.ok());
+  const Json& cfg = info->raw["Config"];
+  const Json& host = info->raw["HostConfig"];
+  EXPECT_EQ(cfg["User"], "1000:1000");
+  EXPECT_EQ(host["CapDrop"], Json::array({"ALL"}));
+  EXPECT_EQ(host["SecurityOpt"], Json::array({"no-new-privileges"}));
+  EXPECT_EQ(host["ReadonlyRootfs"], true);
+  EXPECT_TRUE(host["Tmpfs"].contains("/tmp"));
+  EXPECT_EQ(host["PidsLimit"], 256);
+  EXPECT_EQ(host["Memory"], 512LL * 1024 * 1024);
+  EXPECT_EQ(host["NanoCpus"], 1000000000LL);
+  EXPECT_EQ(host["NetworkMode"], "none");
+  bool has_volume = false;
+  for (const auto& m : info->raw["Mounts"]) {
+    if (m["Type"] == "volume" && m["Name"] == "workflow-" + id_ && m["Destination"] == "/persistent-storage") has_volume = true;
+  }
+  EXPECT_TRUE(has_volume);
+  // And from the inside: not root, no network, read-only root.
+  auto r = run(
+      "import os, socket\n"
+      "print(os.getuid())\n"
+      "try:\n    open('/usr/evil', 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n"
+      "try:\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\nexcept OSError:\n    print('no network')\n");
+  EXPECT_EQ(r.stdout_text, "1000\nro 30\nno network\n");
+}
+
+TEST_F(SandboxManagerTest, StartingAnExistingIdResumesItAndNeverWipesState) {
+  start();
+  run("keep = [1, 2, 3]");
+  ASSERT_TRUE(manager_->stop(id_).ok());
+  auto again = start();
+  EXPECT_TRUE(again.resumed);
+  EXPECT_EQ(run("print(keep)").stdout_text, "[1, 2, 3]\n");
+  ASSERT_TRUE(manager_->remove(id_).ok());  // container only: the volume keeps the state
+  auto fresh = start();
+  EXPECT_FALSE(fresh.resumed);
+  EXPECT_EQ(run("print(keep)").stdout_text, "[1, 2, 3]\n");
+}
+
+TEST_F(SandboxManagerTest, UnpersistableValuesAreReportedByName) {
+  start();
+  auto r = run("fh = open('/tmp/x.txt', 'w')\nok_value = 5");
+  ASSERT_EQ(r.not_persisted.size(), 1u) << Json(r.not_persisted).dump();
+  EXPECT_EQ(r.not_persisted[0]["name"], "fh");
+  EXPECT_FALSE(core::json_string(r.not_persisted[0], "reason").empty());
+  auto vars = manager_->variables(id_);
+  ASSERT_TRUE(vars.ok());
+  bool reported = false;
+  for (const auto& v : (*vars)["variables"]) {
+    if (v["name"] == "fh") reported = v["persisted"] == false;
+  }
+  EXPECT_TRUE(reported) << vars->dump();
+}
+
+TEST_F(SandboxManagerTest, CleanupAndListTouchOnlyCodeactContainers) {
+  start();
+  ContainerSpec foreign;
+  foreign.name = "not-codeact-" + id_;
+  auto img = ImageBuilder(docker_).ensure_image();
+  ASSERT_TRUE(img.ok());
+  foreign.image = *img;
+  foreign.entrypoint = std::vector<std::string>{"sleep", "60"};
+  ASSERT_TRUE(docker_->create_container(foreign).ok());
+  auto list = manager_->list();
+  ASSERT_TRUE(list.ok());
+  bool ours = false;
+  for (const auto& s : *list) {
+    EXPECT_NE(s.container_name, foreign.name);
+    ours = ours || s.id == id_;
+  }
+  EXPECT_TRUE(ours);
+  EXPECT_TRUE(docker_->inspect_container(foreign.name).ok());
+  (void)docker_->remove_container(foreign.name, {.force = true});
+}
+
+}  // namespace
