@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Installs everything codeact needs on a fresh Debian bookworm machine, idempotently, then builds
+# it. Safe to run again: each step is skipped when already done.
+#
+#   scripts/setup.sh [--no-image] [--build-dir DIR]
+#
+# Steps: Debian packages (scripts/deps/*.apt), the Python venv for test harnesses and the Temporal
+# dev server (scripts/deps/*.pip -> .venv), the CMake build, the sandbox image.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+WITH_IMAGE=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-image) WITH_IMAGE=0 ;;
+    --build-dir) BUILD_DIR="$2"; shift ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+say() { printf '\n== %s\n' "$*"; }
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+say "Debian packages"
+mapfile -t wanted < <(cat "$ROOT"/scripts/deps/*.apt | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
+missing=()
+for p in "${wanted[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then missing+=("$p"); fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "all ${#wanted[@]} present"
+fi
+
+say "Python environment (.venv)"
+PY="${PYTHON:-python3}"
+if [ ! -x "$ROOT/.venv/bin/python" ]; then
+  "$PY" -m venv "$ROOT/.venv"
+fi
+req="$(cat "$ROOT"/scripts/deps/*.pip | sed 's/#.*//' | grep -v '^\s*$' | sort -u)"
+stamp="$ROOT/.venv/.codeact-requirements"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$req" ]; then
+  echo "$req" > "$ROOT/.venv/requirements.txt"
+  "$ROOT/.venv/bin/pip" install -q --disable-pip-version-check -r "$ROOT/.venv/requirements.txt"
+  echo "$req" > "$stamp"
+else
+  echo "up to date"
+fi
+
+say "Build ($BUILD_DIR)"
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+cmake --build "$BUILD_DIR" -j"${CODEACT_BUILD_JOBS:-2}"
+
+if [ "$WITH_IMAGE" = 1 ]; then
+  say "Sandbox image"
+  "$BUILD_DIR/src/cli/codeact" image build
+fi
+say "Setup done"
