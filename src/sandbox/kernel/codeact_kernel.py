@@ -92,7 +92,6 @@ Persistence (workspace/state)
 """
 
 import builtins
-import hashlib
 import io
 import json
 import os
@@ -870,6 +869,8 @@ class _SpillSink:
     big ones to a temporary file in the objects directory (renamed into place if new)."""
 
     def __init__(self, spill_path):
+        import hashlib
+
         self.sha = hashlib.sha256()
         self.size = 0
         self.buf = bytearray()
@@ -1012,12 +1013,16 @@ class _Store:
         return m
 
     def object_file(self, name, seq):
+        import hashlib
+
         stem = name if len(name.encode("utf-8")) <= 150 else \
             "h" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:40]
         return "objects/%s.%d.pkl" % (stem, seq)
 
     @staticmethod
     def record_file(execution_id):
+        import hashlib
+
         return "executions/%s.json" % hashlib.sha256(
             execution_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
@@ -1206,6 +1211,7 @@ class Kernel:
             e = st.entries[n]
             return (0 if not e.get("file") else order.get(e.get("kind"), 1), n)
 
+        import hashlib
         import pickle
 
         for name in sorted(st.entries, key=rank):
@@ -2058,27 +2064,48 @@ def _strip_kernel_frames(te, seen):
         _strip_kernel_frames(sub, seen)
 
 
-def _parse_args(argv):
-    import argparse
+USAGE = "usage: codeact_kernel.py [--socket PATH] [--workspace DIR] [--sandbox-id ID]"
 
-    p = argparse.ArgumentParser(description="codeact sandbox kernel")
-    p.add_argument("--socket", default=os.environ.get("CODEACT_SOCKET",
-                                                      "/run/codeact/kernel.sock"))
-    p.add_argument("--workspace", default=None)
-    p.add_argument("--sandbox-id", default=os.environ.get("CODEACT_SANDBOX_ID"))
-    args = p.parse_args(argv)
-    if not args.sandbox_id:
-        p.error("a sandbox id is required: --sandbox-id or CODEACT_SANDBOX_ID")
-    if "/" in args.sandbox_id or args.sandbox_id in (".", ".."):
-        p.error("sandbox id %r must not contain '/'" % args.sandbox_id)
-    return args
+
+def _parse_args(argv):
+    """Returns {"socket", "workspace", "sandbox_id"}; exits 2 with a message on bad input.
+    (No argparse: it costs milliseconds of imports on every sandbox start.)"""
+    opts = {"--socket": os.environ.get("CODEACT_SOCKET", "/run/codeact/kernel.sock"),
+            "--workspace": None, "--sandbox-id": os.environ.get("CODEACT_SANDBOX_ID")}
+
+    def fail(msg):
+        sys.stderr.write("%s\ncodeact_kernel.py: error: %s\n" % (USAGE, msg))
+        sys.exit(2)
+
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-h", "--help"):
+            sys.stdout.write(USAGE + "\n")
+            sys.exit(0)
+        key, eq, val = arg.partition("=")
+        if key not in opts:
+            fail("unknown argument %r" % arg)
+        if not eq:
+            i += 1
+            if i >= len(argv):
+                fail("%s needs a value" % key)
+            val = argv[i]
+        opts[key] = val
+        i += 1
+    sid = opts["--sandbox-id"]
+    if not sid:
+        fail("a sandbox id is required: --sandbox-id or CODEACT_SANDBOX_ID")
+    if "/" in sid or sid in (".", ".."):
+        fail("sandbox id %r must not contain '/'" % sid)
+    return {"socket": opts["--socket"], "workspace": opts["--workspace"], "sandbox_id": sid}
 
 
 def main(argv=None):
     global _KERNEL
     args = _parse_args(sys.argv[1:] if argv is None else argv)
     storage = os.environ.get("CODEACT_STORAGE", "/persistent-storage")
-    workspace = args.workspace or os.path.join(storage, args.sandbox_id)
+    workspace = args["workspace"] or os.path.join(storage, args["sandbox_id"])
     durability = os.environ.get("CODEACT_DURABILITY", "fsync").strip().lower()
     if durability not in ("fsync", "rename"):
         sys.stderr.write("codeact-kernel: CODEACT_DURABILITY must be fsync or rename, got %r\n"
@@ -2086,7 +2113,7 @@ def main(argv=None):
         return 2
     persistence = os.environ.get("CODEACT_PERSISTENCE", "1").strip().lower() not in (
         "0", "false", "no", "off")
-    _KERNEL = Kernel(args.sandbox_id, storage, workspace, args.socket,
+    _KERNEL = Kernel(args["sandbox_id"], storage, workspace, args["socket"],
                      durability == "fsync", persistence)
     _KERNEL.start()
     _KERNEL.serve_forever()
