@@ -1012,11 +1012,14 @@ class _Store:
             raise ValueError("unsupported manifest version %r" % (m.get("version"),))
         return m
 
-    def object_file(self, name, seq):
-        import hashlib
+    def object_file(self, name, seq, variant=0):
+        stem = name
+        if len(name.encode("utf-8")) > 150:
+            import hashlib
 
-        stem = name if len(name.encode("utf-8")) <= 150 else \
-            "h" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:40]
+            stem = "h" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:40]
+        if variant:
+            return "objects/%s.%d-%d.pkl" % (stem, seq, variant)
         return "objects/%s.%d.pkl" % (stem, seq)
 
     @staticmethod
@@ -1190,17 +1193,31 @@ class Kernel:
         st = self.store
         try:
             m = st.load_manifest()
+            if m is not None:
+                cell = int(m.get("cell") or 0)
+                entries = {str(n): dict(e) for n, e in (m.get("entries") or {}).items()}
+                executions = {str(k): str(v) for k, v in (m.get("executions") or {}).items()}
+                not_persisted = dict(m.get("not_persisted") or {})
         except Exception as e:
+            # Cannot happen through the kernel's own writes (rename is atomic); a disk that lost
+            # data after a power cut can. Keep everything aside for a human, start empty.
+            suffix = ".unreadable-%d" % int(time.time())
+            for src in (st.manifest_path, st.objects_dir, st.exec_dir):
+                try:
+                    os.rename(src, src + suffix)
+                except OSError:
+                    pass
             self.restore_errors.append(
-                {"name": "<manifest>", "reason": "state/manifest.json unreadable, starting "
-                 "empty: %s" % _short(e)})
+                {"name": "<manifest>", "reason": "state/manifest.json is unreadable (%s); the "
+                 "state was moved aside to state/*%s and the kernel starts empty"
+                 % (_short(e), suffix)})
             return
         if m is None:
             return
-        st.cell = self.cell = int(m.get("cell") or 0)
-        st.entries = dict(m.get("entries") or {})
-        st.executions = dict(m.get("executions") or {})
-        for name, reason in (m.get("not_persisted") or {}).items():
+        st.cell = self.cell = cell
+        st.entries = entries
+        st.executions = executions
+        for name, reason in not_persisted.items():
             self.restore_errors.append(
                 {"name": name, "reason": "was not persisted: %s" % reason})
         # Modules and imported names first, then data, then functions, then classes (so that a
@@ -1329,7 +1346,8 @@ class Kernel:
     # ----------------------------------------------------------------- commit
 
     def _serialize(self, name, obj, seq):
-        """Returns (sha256, size, sink) for obj; raises if it cannot be pickled."""
+        """Pickles obj into a _SpillSink (hash, size, bytes or spill file); raises if obj
+        cannot be pickled."""
         st = self.store
         spill = os.path.join(st.objects_dir, ".spill-%s.%d" % (name[:100], seq))
         sink = _SpillSink(spill)
@@ -1429,6 +1447,8 @@ class Kernel:
                 sink.discard()
                 continue
             rel = st.object_file(name, seq)
+            if old and old.get("file") == rel:  # never overwrite a file the manifest uses
+                rel = st.object_file(name, seq, 1)
             path = os.path.join(st.dir, rel)
             try:
                 if sink.spilled:
@@ -1791,6 +1811,8 @@ class Kernel:
         err = None
         try:
             code = compile(source, "<define>", "exec")
+            # The source may touch user variables too: re-examine them at the next commit.
+            self.pending_dirty |= _code_names(code)
             self._install_sigint()
             self.in_user = True
             try:

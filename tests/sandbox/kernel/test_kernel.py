@@ -881,3 +881,20 @@ def test_user_replacing_the_sigint_handler_does_not_disable_timeouts(client):
     t0 = time.monotonic()
     r = client.run("import time\ntime.sleep(100)", timeout=0.5)
     assert r["timed_out"] is True and time.monotonic() - t0 < 2
+
+
+def test_unreadable_manifest_is_set_aside_and_reported(kernel, client):
+    client.run("precious = [1, 2, 3]")
+    kernel.kill9()
+    with open(os.path.join(kernel.state, "manifest.json"), "w") as f:
+        f.write("{not json")
+    kernel.start()
+    c = kernel.client()
+    h = c.ok("hello")
+    assert h["restored"] == [] and h["restore_errors"][0]["name"] == "<manifest>"
+    assert "moved aside" in h["restore_errors"][0]["reason"]
+    aside = [f for f in os.listdir(kernel.state) if f.startswith("objects.unreadable-")]
+    assert len(aside) == 1 and os.listdir(os.path.join(kernel.state, aside[0]))
+    c.run("fresh = 1")
+    kernel.restart()
+    assert kernel.client().ok("hello")["restored"] == ["fresh"]
