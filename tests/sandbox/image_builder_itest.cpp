@@ -1,0 +1,161 @@
+// The real sandbox image on the real engine: built (or found), and a hardened container made from
+// it can do what the agent's code needs. The first run here may build the image (minutes).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "codeact/sandbox/docker_client.hpp"
+#include "codeact/sandbox/image_builder.hpp"
+
+namespace codeact::sandbox {
+namespace {
+
+constexpr const char* kTestLabel = "io.codeact.test";
+
+std::string unique(const std::string& prefix) {
+  std::random_device rd;
+  return prefix + "-" + std::to_string(rd() % 1000000000);
+}
+
+class ImageBuilderTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto client = DockerClient::create();
+    ASSERT_TRUE(client.ok()) << client.error().to_string();
+    docker_ = *client;
+    ImageBuilderOptions options;
+    auto start = std::chrono::steady_clock::now();
+    options.progress = [start](std::string_view line) {
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "[%7.1fs] %.*s\n", s, static_cast<int>(line.size()), line.data());
+    };
+    builder_ = new ImageBuilder(docker_, options);
+    auto report = builder_->build(false);
+    ASSERT_TRUE(report.ok()) << report.error().to_string();
+    report_ = *report;
+    std::fprintf(stderr, "image %s: built=%d method=%s rootfs_built=%d %.1f s, %.0f MB\n",
+                 report_.tag.c_str(), report_.built,
+                 std::string(build_method_name(report_.method)).c_str(), report_.rootfs_built,
+                 static_cast<double>(report_.duration.count()) / 1000.0,
+                 static_cast<double>(report_.size_bytes) / 1e6);
+  }
+  static void TearDownTestSuite() {
+    delete builder_;
+    builder_ = nullptr;
+  }
+
+  void TearDown() override {
+    for (const auto& id : containers_) (void)docker_->remove_container(id, {.force = true});
+    for (const auto& v : volumes_) (void)docker_->remove_volume(v, true);
+  }
+
+  // Runs `cmd` in a hardened container (as the sandbox manager will) and returns its output.
+  ExecResult run(std::vector<std::string> cmd, const std::string& volume = "") {
+    ContainerSpec spec;
+    spec.name = unique("codeact-itest-image");
+    spec.image = report_.tag;
+    spec.cmd = std::move(cmd);
+    spec.labels = {{kTestLabel, "image_builder"}};
+    spec.read_only_rootfs = true;
+    spec.tmpfs = {{"/tmp", "rw,size=64m,mode=1777"}};
+    spec.cap_drop = {"ALL"};
+    spec.security_opt = {"no-new-privileges"};
+    spec.network_mode = "none";
+    spec.pids_limit = 128;
+    spec.memory_bytes = 512LL << 20;
+    if (!volume.empty()) spec.volumes = {{volume, "/persistent-storage"}};
+    auto id = docker_->create_container(spec);
+    EXPECT_TRUE(id.ok()) << id.error().to_string();
+    if (!id.ok()) return {};
+    containers_.push_back(*id);
+    EXPECT_TRUE(docker_->start_container(*id).ok());
+    auto waited = docker_->wait_container(*id, WaitCondition::kNotRunning,
+                                          std::chrono::seconds(120));
+    EXPECT_TRUE(waited.ok()) << waited.error().to_string();
+    auto logs = docker_->logs(*id);
+    EXPECT_TRUE(logs.ok());
+    ExecResult r;
+    r.exit_code = waited.ok() ? waited->status_code : -1;
+    if (logs.ok()) {
+      r.stdout_text = logs->stdout_text;
+      r.stderr_text = logs->stderr_text;
+    }
+    return r;
+  }
+
+  static inline std::shared_ptr<DockerClient> docker_;
+  static inline ImageBuilder* builder_ = nullptr;
+  static inline BuildReport report_;
+  std::vector<std::string> containers_;
+  std::vector<std::string> volumes_;
+};
+
+TEST_F(ImageBuilderTest, ImageIsTaggedByRecipeHashAndLatest) {
+  auto info = docker_->inspect_image(report_.tag);
+  ASSERT_TRUE(info.ok()) << info.error().to_string();
+  EXPECT_EQ(info->labels[std::string(kRecipeHashLabel)], ImageRecipe::embedded().content_hash());
+  auto latest = docker_->inspect_image("codeact-sandbox:latest");
+  ASSERT_TRUE(latest.ok());
+  // ensure_image() finds it without building again.
+  auto again = builder_->ensure_image();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, report_.tag);
+  EXPECT_EQ(info->user, "1000:1000");
+  EXPECT_EQ(info->cmd, (std::vector<std::string>{"python3", "/opt/codeact/codeact_kernel.py"}));
+  auto has_env = [&](const std::string& kv) {
+    return std::find(info->env.begin(), info->env.end(), kv) != info->env.end();
+  };
+  EXPECT_TRUE(has_env("MPLBACKEND=Agg"));
+  EXPECT_TRUE(has_env("HOME=/tmp"));
+  EXPECT_TRUE(has_env("PYTHONUNBUFFERED=1"));
+  EXPECT_TRUE(has_env("PYTHONDONTWRITEBYTECODE=1"));
+}
+
+TEST_F(ImageBuilderTest, ScientificStackImportsAsUid1000OnReadOnlyRoot) {
+  auto start = std::chrono::steady_clock::now();
+  auto r = run({"python3", "-c",
+                "import os, numpy, pandas, matplotlib, cloudpickle, dill\n"
+                "import matplotlib.pyplot as plt\n"
+                "plt.plot([1, 2]); plt.savefig('/tmp/f.png')\n"
+                "print(os.getuid(), os.getgid(), numpy.__version__, pandas.__version__)\n"
+                "import sys; print(sys.version_info[:2])\n"});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text.rfind("1000 1000 ", 0), 0u) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("(3, 11)"), std::string::npos) << r.stdout_text;
+  // The baked font cache is used: matplotlib neither warns nor rebuilds it.
+  EXPECT_EQ(r.stderr_text.find("Matplotlib"), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("font cache"), std::string::npos) << r.stderr_text;
+  std::fprintf(stderr, "container run with imports: %.2f s\n", seconds);
+}
+
+TEST_F(ImageBuilderTest, NewVolumeAtPersistentStorageIsWritableBySandboxUser) {
+  std::string volume = unique("codeact-itest-vol");
+  VolumeSpec spec;
+  spec.name = volume;
+  spec.labels = {{kTestLabel, "image_builder"}};
+  ASSERT_TRUE(docker_->create_volume(spec).ok());
+  volumes_.push_back(volume);
+  auto r = run({"sh", "-c",
+                "stat -c %u:%g /persistent-storage && mkdir -p /persistent-storage/.current/output "
+                "&& echo hi > /output/x.txt && cat /persistent-storage/.current/output/x.txt && "
+                "ls -l /opt/codeact/codeact_kernel.py && test -d /run/codeact && "
+                "stat -c %u /run/codeact && (touch /etc/x 2>/dev/null && echo rw || echo ro)"},
+               volume);
+  EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  EXPECT_EQ(r.stdout_text.rfind("1000:1000\nhi\n", 0), 0u) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("/opt/codeact/codeact_kernel.py"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("\n1000\nro\n"), std::string::npos) << r.stdout_text;
+}
+
+TEST_F(ImageBuilderTest, PipAndUvAreThere) {
+  auto r = run({"sh", "-c", "python3 -m pip --version && (uv --version || echo 'no uv')"});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("pip "), std::string::npos);
+  std::fprintf(stderr, "%s", r.stdout_text.c_str());
+}
+
+}  // namespace
+}  // namespace codeact::sandbox
