@@ -1,5 +1,12 @@
 """Runs the real sandbox kernel on the host as a subprocess (no Docker) and talks to it over its
-unix socket with a small framed-JSON client, like the C++ channel does."""
+unix socket with a small framed-JSON client, like the C++ channel does.
+
+Environment knobs, to run the suite the way the image runs the kernel:
+  CODEACT_TEST_KERNEL_PYTHON  interpreter for the kernel (default: the one running pytest),
+                              e.g. /usr/bin/python3 with Debian's python3-cloudpickle
+  CODEACT_TEST_KERNEL_UID     run the kernel as this uid (and gid), e.g. 1000, like the image's
+                              non-root user; needs root
+"""
 
 import json
 import os
@@ -16,6 +23,9 @@ import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 KERNEL = os.path.join(REPO, "src", "sandbox", "kernel", "codeact_kernel.py")
+KERNEL_PYTHON = os.environ.get("CODEACT_TEST_KERNEL_PYTHON") or sys.executable
+KERNEL_UID = int(os.environ["CODEACT_TEST_KERNEL_UID"]) if os.environ.get(
+    "CODEACT_TEST_KERNEL_UID") else None
 _LEN = struct.Struct(">I")
 
 
@@ -115,8 +125,14 @@ class KernelProcess:
         self.log = open(self.log_path, "ab")
         offset = self.log.tell()
         t0 = time.monotonic()
-        self.proc = subprocess.Popen([sys.executable, KERNEL], env=e, stdin=subprocess.DEVNULL,
-                                     stdout=self.log, stderr=self.log)
+        user = {}
+        if KERNEL_UID is not None:
+            user = {"user": KERNEL_UID, "group": KERNEL_UID, "extra_groups": []}
+            for root, dirs, files in os.walk(self.base):
+                for n in [root] + [os.path.join(root, f) for f in dirs + files]:
+                    os.lchown(n, KERNEL_UID, KERNEL_UID)
+        self.proc = subprocess.Popen([KERNEL_PYTHON, KERNEL], env=e, stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=self.log, **user)
         deadline = t0 + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
