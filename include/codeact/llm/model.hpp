@@ -11,9 +11,10 @@
 //
 // Thread-safety: implementations are thread-safe; several requests may run at once on one Model.
 // Errors: Unauthenticated (401), PermissionDenied (403), InvalidArgument (400, bad input),
-// ResourceExhausted (429 after retries), Unavailable (5xx / connection after retries),
-// DeadlineExceeded (timeout), Cancelled (cancel token), DataLoss (stream cut or unreadable
-// response). Messages carry the provider's own error text and never an API key.
+// ResourceExhausted (429 after retries), Unavailable (5xx / connection after retries, or a
+// stream cut mid-way), DeadlineExceeded (timeout), Cancelled (cancel token, or the stream
+// handler returned false), DataLoss (unreadable response). Messages carry the provider's own
+// error text and never an API key.
 #pragma once
 
 #include <cstdint>

@@ -22,20 +22,9 @@
 #include "codeact/core/json.hpp"
 #include "codeact/core/result.hpp"
 #include "codeact/llm/model.hpp"
+#include "codeact/llm/provider_options.hpp"
 
 namespace codeact::llm {
-
-// When and how often a provider request is retried (429, 5xx, connection errors).
-struct RetryPolicy {
-  int max_attempts = 4;  // including the first; 1 = no retry
-  std::chrono::milliseconds initial_backoff{500};
-  double backoff_multiplier = 2.0;
-  std::chrono::milliseconds max_backoff{20000};
-  // No new attempt starts when it would begin later than this after the first one.
-  std::chrono::milliseconds max_total{120000};
-  // Retry-After longer than this is not waited for: the error is returned instead.
-  std::chrono::milliseconds max_retry_after{60000};
-};
 
 // Everything a provider needs besides the model name.
 struct ModelConfig {

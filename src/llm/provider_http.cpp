@@ -1,0 +1,382 @@
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <random>
+#include <thread>
+
+#include "codeact/core/log.hpp"
+#include "provider_http_internal.hpp"
+
+namespace codeact::llm::internal {
+
+using core::Code;
+using core::HttpRequest;
+using core::HttpResponse;
+using core::Result;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr size_t kErrorBodyLimit = 64 * 1024;
+
+std::string trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+std::string message_from_error_object(const Json& error) {
+  if (error.is_string()) return error.get<std::string>();
+  if (!error.is_object()) return "";
+  std::string message = core::json_string(error, "message");
+  std::string type = core::json_string(error, "type");
+  if (type.empty()) type = core::json_string(error, "status");  // Gemini: "INVALID_ARGUMENT"
+  if (type.empty()) type = core::json_string(error, "code");    // OpenAI: "invalid_api_key"
+  if (message.empty()) return "";
+  return type.empty() ? message : type + ": " + message;
+}
+
+}  // namespace
+
+std::optional<milliseconds> parse_retry_after(std::string_view value,
+                                              std::chrono::system_clock::time_point now) {
+  std::string v = trim(value);
+  if (v.empty()) return std::nullopt;
+  if (std::isdigit(static_cast<unsigned char>(v[0]))) {
+    char* end = nullptr;
+    double seconds = std::strtod(v.c_str(), &end);
+    if (end == nullptr || *end != '\0' || !std::isfinite(seconds) || seconds < 0) return std::nullopt;
+    return milliseconds(static_cast<int64_t>(seconds * 1000));
+  }
+  // HTTP-date (IMF-fixdate): "Wed, 21 Oct 2015 07:28:00 GMT".
+  std::tm tm{};
+  const char* end = strptime(v.c_str(), "%a, %d %b %Y %H:%M:%S", &tm);
+  if (end == nullptr) return std::nullopt;
+  std::time_t when = timegm(&tm);
+  if (when == static_cast<std::time_t>(-1)) return std::nullopt;
+  auto target = std::chrono::system_clock::from_time_t(when);
+  if (target <= now) return milliseconds(0);
+  return std::chrono::duration_cast<milliseconds>(target - now);
+}
+
+std::optional<milliseconds> retry_after_of(const HttpResponse& response) {
+  std::string ms = response.header("retry-after-ms");
+  if (!ms.empty()) {
+    char* end = nullptr;
+    double value = std::strtod(ms.c_str(), &end);
+    if (end != nullptr && *end == '\0' && std::isfinite(value) && value >= 0) {
+      return milliseconds(static_cast<int64_t>(value));
+    }
+  }
+  return parse_retry_after(response.header("retry-after"), std::chrono::system_clock::now());
+}
+
+std::string provider_error_message(std::string_view body) {
+  Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_discarded()) {
+    if (j.is_array() && !j.empty()) j = j[0];  // Gemini streams errors as [{"error": ...}]
+    if (j.is_object()) {
+      if (auto it = j.find("error"); it != j.end()) {
+        std::string m = message_from_error_object(*it);
+        if (!m.empty()) return m;
+      }
+      std::string m = core::json_string(j, "message");
+      if (!m.empty()) return m;
+      if (auto it = j.find("detail"); it != j.end()) {
+        return it->is_string() ? it->get<std::string>() : core::dump_json(*it);
+      }
+    }
+  }
+  std::string text = trim(body);
+  if (text.size() > 500) text = text.substr(0, 500) + "...";
+  return text.empty() ? "(empty response body)" : text;
+}
+
+Code code_for_http_status(int status) {
+  switch (status) {
+    case 400: return Code::kInvalidArgument;
+    case 401: return Code::kUnauthenticated;
+    case 403: return Code::kPermissionDenied;
+    case 404: return Code::kNotFound;
+    case 408: return Code::kUnavailable;
+    case 409: return Code::kAborted;
+    case 429: return Code::kResourceExhausted;
+    default: break;
+  }
+  if (status >= 500) return Code::kUnavailable;
+  return Code::kInvalidArgument;
+}
+
+std::string redact(std::string text, std::string_view secret) {
+  if (secret.empty()) return text;
+  size_t pos = 0;
+  while ((pos = text.find(secret, pos)) != std::string::npos) {
+    text.replace(pos, secret.size(), "***");
+    pos += 3;
+  }
+  return text;
+}
+
+bool sleep_unless_cancelled(milliseconds duration, const core::CancelToken* cancel) {
+  auto deadline = std::chrono::steady_clock::now() + duration;
+  while (true) {
+    if (cancel != nullptr && cancel->cancelled()) return false;
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return true;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(deadline - now, milliseconds(20)));
+  }
+}
+
+milliseconds request_timeout(const ModelSettings& settings, milliseconds fallback) {
+  if (settings.timeout_seconds && *settings.timeout_seconds > 0) {
+    return milliseconds(static_cast<int64_t>(*settings.timeout_seconds * 1000));
+  }
+  return fallback;
+}
+
+std::string join_url(std::string_view base, std::string_view path) {
+  std::string out(base);
+  while (!out.empty() && out.back() == '/') out.pop_back();
+  if (!path.empty() && path.front() != '/') out.push_back('/');
+  out.append(path);
+  return out;
+}
+
+Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
+                                     const std::function<HttpRequest()>& make_request,
+                                     const SendContext& ctx) {
+  const auto start = std::chrono::steady_clock::now();
+  const RetryPolicy& policy = ctx.retry;
+  milliseconds backoff = policy.initial_backoff;
+  for (int attempt = 1;; ++attempt) {
+    if (ctx.cancel != nullptr && ctx.cancel->cancelled()) {
+      return core::cancelled(ctx.what + ": request cancelled");
+    }
+    HttpRequest request = make_request();
+    request.cancel = ctx.cancel;
+    std::string captured;  // a streamed error body
+    if (request.on_body) {
+      auto inner = std::move(request.on_body);
+      request.on_body = [&captured, inner = std::move(inner)](std::string_view chunk) {
+        if (captured.size() < kErrorBodyLimit) captured.append(chunk.substr(0, kErrorBodyLimit - captured.size()));
+        return inner(chunk);
+      };
+    }
+    auto result = transport.send(request);
+
+    std::optional<core::Error> error;
+    std::optional<milliseconds> retry_after;
+    if (!result.ok()) {
+      const core::Error& e = result.error();
+      if (e.code() == Code::kCancelled) return core::cancelled(ctx.what + ": request cancelled");
+      std::string message = redact(e.message(), ctx.secret);
+      if (e.code() == Code::kDeadlineExceeded) {
+        return core::deadline_exceeded(ctx.what + ": no complete response within " +
+                                       std::to_string(request.timeout.count() / 1000.0).substr(0, 6) +
+                                       "s (" + message + ")");
+      }
+      error = core::Error(e.code(), ctx.what + ": " + message);
+    } else if (result->status >= 200 && result->status < 300) {
+      return result;
+    } else {
+      const HttpResponse& response = *result;
+      std::string body = request.on_body ? captured : response.body;
+      retry_after = retry_after_of(response);
+      std::string message = ctx.what + ": HTTP " + std::to_string(response.status) + ": " +
+                            redact(provider_error_message(body), ctx.secret);
+      if (retry_after) message += " (retry after " + std::to_string(retry_after->count() / 1000.0).substr(0, 5) + "s)";
+      error = core::Error(code_for_http_status(response.status), message);
+    }
+
+    const bool retryable = error->code() == Code::kUnavailable || error->code() == Code::kResourceExhausted;
+    if (!retryable || attempt >= policy.max_attempts || (ctx.may_retry && !ctx.may_retry())) {
+      if (retryable && attempt > 1) return error->with_context("after " + std::to_string(attempt) + " attempts");
+      return *error;
+    }
+    milliseconds wait = std::min(backoff, policy.max_backoff);
+    if (retry_after) {
+      if (*retry_after > policy.max_retry_after) return *error;
+      wait = std::max(wait, *retry_after);
+    }
+    auto elapsed = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
+    if (elapsed + wait > policy.max_total) {
+      return error->with_context("after " + std::to_string(attempt) + " attempts");
+    }
+    core::log().info("{} (attempt {}/{}); retrying in {} ms", error->message(), attempt, policy.max_attempts,
+                     wait.count());
+    if (!sleep_unless_cancelled(wait, ctx.cancel)) return core::cancelled(ctx.what + ": request cancelled");
+    backoff = milliseconds(static_cast<int64_t>(static_cast<double>(backoff.count()) * policy.backoff_multiplier));
+  }
+}
+
+Result<HttpResponse> send_sse_with_retry(core::HttpTransport& transport,
+                                         const std::function<HttpRequest()>& make_request,
+                                         const SendContext& context, const std::function<void()>& reset,
+                                         const std::function<bool(const core::SseEvent&)>& on_event) {
+  core::SseParser parser;
+  bool aborted = false;
+  auto make = [&]() {
+    parser.reset();
+    aborted = false;
+    reset();
+    HttpRequest request = make_request();
+    request.on_body = [&](std::string_view chunk) {
+      if (aborted) return false;
+      parser.feed(chunk, [&](core::SseEvent&& event) {
+        if (!aborted && !on_event(event)) aborted = true;
+      });
+      return !aborted;
+    };
+    return request;
+  };
+  return send_with_retry(transport, make, context);
+}
+
+std::string prompted_output_instructions(const OutputObjectDefinition& output) {
+  std::string text = "Always respond with a JSON object that's compatible with this schema:\n\n" +
+                     core::dump_json(output.json_schema) +
+                     "\n\nDon't include any text or Markdown fencing before or after.";
+  if (!output.description.empty()) text = output.description + "\n\n" + text;
+  return text;
+}
+
+std::vector<std::string> system_texts(const std::vector<ModelMessage>& messages,
+                                      const ModelRequestParameters& params) {
+  std::vector<std::string> out;
+  std::string instructions;
+  for (const auto& message : messages) {
+    if (auto* request = std::get_if<ModelRequest>(&message)) {
+      for (const auto& part : request->parts) {
+        if (auto* system = std::get_if<SystemPromptPart>(&part)) out.push_back(system->content);
+      }
+      if (!request->instructions.empty()) instructions = request->instructions;
+    }
+  }
+  if (!instructions.empty()) out.push_back(instructions);
+  if (params.output_mode == OutputMode::kPrompted && params.output_object) {
+    out.push_back(prompted_output_instructions(*params.output_object));
+  }
+  return out;
+}
+
+std::string generate_tool_call_id() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) id.push_back(kHex[rng() % 16]);
+  return id;
+}
+
+// ---------------------------------------------------------------------------------------------
+// StreamAssembler
+
+int StreamAssembler::index_for(const std::string& key, Part::Kind kind, bool& created) {
+  for (const auto& [k, index] : keys_) {
+    if (k == key) {
+      created = false;
+      return index;
+    }
+  }
+  Part part{};
+  part.kind = kind;
+  parts_.push_back(std::move(part));
+  int index = static_cast<int>(parts_.size()) - 1;
+  keys_.emplace_back(key, index);
+  created = true;
+  return index;
+}
+
+bool StreamAssembler::has_part(const std::string& key) const {
+  return std::any_of(keys_.begin(), keys_.end(), [&](const auto& kv) { return kv.first == key; });
+}
+
+void StreamAssembler::close_key(const std::string& key) {
+  keys_.erase(std::remove_if(keys_.begin(), keys_.end(), [&](const auto& kv) { return kv.first == key; }),
+              keys_.end());
+}
+
+void StreamAssembler::emit(const ModelStreamEvent& event) {
+  if (stopped_) return;
+  emitted_ = true;
+  if (!handler_(event)) stopped_ = true;
+}
+
+void StreamAssembler::text_delta(const std::string& key, std::string_view delta) {
+  if (delta.empty()) return;
+  bool created = false;
+  int index = index_for(key, Part::kText, created);
+  parts_[index].content.append(delta);
+  if (created) emit(PartStartEvent{index, TextPart{}});
+  emit(PartDeltaEvent{index, TextPartDelta{std::string(delta)}});
+}
+
+void StreamAssembler::thinking_delta(const std::string& key, std::string_view content,
+                                     std::string_view signature, std::string_view provider_name) {
+  bool created = false;
+  int index = index_for(key, Part::kThinking, created);
+  Part& part = parts_[index];
+  part.content.append(content);
+  part.signature.append(signature);
+  if (part.provider_name.empty()) part.provider_name = std::string(provider_name);
+  if (created) emit(PartStartEvent{index, ThinkingPart{"", "", std::string(provider_name)}});
+  if (!content.empty() || !signature.empty()) {
+    emit(PartDeltaEvent{index, ThinkingPartDelta{std::string(content), std::string(signature)}});
+  }
+}
+
+void StreamAssembler::tool_call_delta(const std::string& key, std::string_view name_delta,
+                                      std::string_view args_delta, std::string_view tool_call_id,
+                                      const Json& provider_details) {
+  bool created = false;
+  int index = index_for(key, Part::kToolCall, created);
+  Part& part = parts_[index];
+  if (created) {
+    part.tool_name = std::string(name_delta);
+    part.tool_call_id = std::string(tool_call_id);
+    part.provider_details = provider_details;
+    ToolCallPart start;
+    start.tool_name = part.tool_name;
+    start.tool_call_id = part.tool_call_id;
+    start.provider_details = provider_details;
+    emit(PartStartEvent{index, std::move(start)});
+    if (!args_delta.empty()) {
+      part.content.append(args_delta);
+      emit(PartDeltaEvent{index, ToolCallPartDelta{"", std::string(args_delta), ""}});
+    }
+    return;
+  }
+  part.tool_name.append(name_delta);
+  if (part.tool_call_id.empty()) part.tool_call_id = std::string(tool_call_id);
+  if (!provider_details.is_null()) part.provider_details = provider_details;
+  part.content.append(args_delta);
+  if (!name_delta.empty() || !args_delta.empty()) {
+    emit(PartDeltaEvent{index, ToolCallPartDelta{std::string(name_delta), std::string(args_delta),
+                                                 std::string(tool_call_id)}});
+  }
+}
+
+ModelResponsePart StreamAssembler::to_part(const Part& part) const {
+  switch (part.kind) {
+    case Part::kText: return TextPart{part.content};
+    case Part::kThinking: return ThinkingPart{part.content, part.signature, part.provider_name};
+    case Part::kToolCall: {
+      ToolCallPart call = ToolCallPart::from_args_text(
+          part.tool_name, part.content, part.tool_call_id.empty() ? generate_tool_call_id() : part.tool_call_id);
+      call.provider_details = part.provider_details;
+      return call;
+    }
+  }
+  return TextPart{};
+}
+
+void StreamAssembler::finish(ModelResponse& response) {
+  response.parts.clear();
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    response.parts.push_back(to_part(parts_[i]));
+    emit(PartEndEvent{static_cast<int>(i), response.parts.back()});
+  }
+  emit(FinalResponseEvent{response});
+}
+
+}  // namespace codeact::llm::internal
