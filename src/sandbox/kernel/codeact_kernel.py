@@ -514,6 +514,11 @@ class _OutputRouter:
         self.stderr = self._text_stream(2)
         sys.stdout, sys.stderr = self.stdout, self.stderr
         sys.__stdout__, sys.__stderr__ = self.stdout, self.stderr
+        import select
+
+        self.poller = select.poll()  # for non-blocking drains by the main thread
+        for r in self.names:
+            self.poller.register(r, select.POLLIN)
         self.streamer_cond = threading.Condition()
         self.streamer = None
         threading.Thread(target=self._pump, name="codeact-output", daemon=True).start()
@@ -565,11 +570,14 @@ class _OutputRouter:
                     if not self._read_available(fd):
                         poller.unregister(fd)
 
+    def _drain(self):  # REQUIRES: self.lock held
+        for fd, _ in self.poller.poll(0):
+            self._read_available(fd)
+
     def start(self, capture):
         self.flush_python()
         with self.lock:
-            for fd in self.names:
-                self._read_available(fd)
+            self._drain()
             self.capture = capture
         if capture.stream_to is not None and self.streamer is None:
             self.streamer = threading.Thread(target=self._stream_loop, name="codeact-stream",
@@ -580,8 +588,7 @@ class _OutputRouter:
         """Ends the capture: everything written before this call belongs to the cell."""
         self.flush_python()
         with self.lock:
-            for fd in self.names:
-                self._read_available(fd)
+            self._drain()
             cap, self.capture = self.capture, None
         if cap is not None and cap.stream_to is not None:
             cap.flush_stream(self, final=True)
@@ -1100,6 +1107,10 @@ class Kernel:
         self.package_re = None
         self._plain_cells = []
         self._sigint = None
+        # The output dir as the last cell left it; reused as the next cell's "before" unless an
+        # op that writes files (bash, files.write, install) ran in between.
+        self._output_snapshot = None
+        self._output_touched = True
 
     # ----------------------------------------------------------------- startup
 
@@ -1178,8 +1189,11 @@ class Kernel:
             threading.Thread(target=conn.serve, name="codeact-conn", daemon=True).start()
 
     def _install_sigint(self):
-        # User code may have replaced the handler; one cheap check per cell.
-        if signal.getsignal(signal.SIGINT) is not self._sigint:
+        # User code may have replaced the handler; one cheap check per cell (_signal: no enum
+        # conversion).
+        import _signal
+
+        if _signal.getsignal(signal.SIGINT) is not self._sigint:
             signal.signal(signal.SIGINT, self._sigint)
 
     def _on_sigint(self, signum, frame):
@@ -1267,11 +1281,24 @@ class Kernel:
         elif op in MAIN_OPS:
             self.jobs.put((conn, msg))
         elif op in THREAD_OPS:
+            handler = getattr(self, "op_" + op.replace(".", "_"))
+            if op in ("bash", "install", "files.write"):
+                handler = self._touching_output(handler)
             threading.Thread(target=self._reply, name="codeact-op", daemon=True,
-                             args=(conn, rid, getattr(self, "op_" + op.replace(".", "_")),
-                                   msg)).start()
+                             args=(conn, rid, handler, msg)).start()
         else:
             conn.send(_error_reply(rid, "Unimplemented", "unknown op %r" % (op,)))
+
+    def _touching_output(self, handler):
+        """Marks the output dir as changed outside cells (before and after the op, which may
+        run while a cell does), so the next cell rescans it instead of reusing its snapshot."""
+        def run(msg):
+            self._output_touched = True
+            try:
+                return handler(msg)
+            finally:
+                self._output_touched = True
+        return run
 
     def _reply(self, conn, rid, handler, *args):
         try:
@@ -1556,7 +1583,9 @@ class Kernel:
 
         self.cell += 1
         seq = self.cell
-        before = self._scan_output()
+        before = self._output_snapshot
+        if before is None or self._output_touched:
+            before = self._scan_output()
         capture = _CellOutput(max_out, stream_to)
         self.router.start(capture)
         self.current_request = (conn, msg.get("id"))
@@ -1742,7 +1771,8 @@ class Kernel:
         return snap
 
     def _changed_files(self, before):
-        after = self._scan_output()
+        self._output_touched = False
+        after = self._output_snapshot = self._scan_output()
         return sorted(self._display(p) for p, sig in after.items() if before.get(p) != sig)
 
     def op_vars(self, msg):

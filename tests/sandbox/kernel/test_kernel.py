@@ -539,6 +539,11 @@ def test_files_created_or_modified_by_a_cell_are_listed(kernel, client):
                    "open('sub/b.bin', 'wb').write(b'x')\nopen('a.txt', 'a').write('2')")
     assert r["files"] == ["/output/a.txt", "/output/sub/b.bin"]
     assert client.run("open('a.txt').read()")["files"] == []
+    # Files written by other operations between cells are not the next cell's.
+    client.ok("files.write", path="c.txt", data_b64="eA==")
+    client.ok("bash", script="echo x > d.txt")
+    assert client.run("1")["files"] == []
+    assert client.run("open('c.txt', 'a').write('y')")["files"] == ["/output/c.txt"]
 
 
 # --------------------------------------------------------------------------- files
