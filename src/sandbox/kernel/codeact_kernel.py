@@ -87,8 +87,8 @@ Persistence (workspace/state)
     the live namespace after a restore. Names starting with "_" are not persisted.
     A name whose restore failed keeps its entry (a later restart may succeed) until the name is
     bound again or state is cleared.
-    Test hook: CODEACT_TEST_CRASH_BEFORE_COMMIT=1 exits with status 137 just before the
-    manifest rename.
+    Test hooks: CODEACT_TEST_CRASH_BEFORE_COMMIT=1 / CODEACT_TEST_CRASH_AFTER_COMMIT=1 exit with
+    status 137 just before / just after the manifest rename (after: before the reply is sent).
 """
 
 import builtins
@@ -1071,6 +1071,8 @@ class _Store:
         os.replace(tmp, self.manifest_path)
         if self.fsync:
             _fsync_dir(self.dir)
+        if os.environ.get("CODEACT_TEST_CRASH_AFTER_COMMIT") == "1":
+            os._exit(137)
 
 
 # --------------------------------------------------------------------------- the kernel
@@ -1100,6 +1102,7 @@ class Kernel:
         self.current_request = None  # (connection, id) of the running execute
         self.in_user = False
         self.main_ident = threading.get_ident()
+        self.pid = os.getpid()
         self.watchdog = _Watchdog(self.main_ident)
         self.listener = None
         self.log_fd = 2
@@ -1592,6 +1595,8 @@ class Kernel:
         try:
             self.ns.update(variables)
             status, result, error, names, timed_out = self._run_cell(code, seq, timeout)
+            if os.getpid() != self.pid:  # user code forked and the child came back here
+                os._exit(0)
         finally:
             self.current_request = None
             self.router.stop()

@@ -441,18 +441,15 @@ def test_crash_before_manifest_rename_leaves_the_old_state(kernel, client):
 
 def test_crash_after_commit_before_reply_replays_and_increments_once(kernel, client):
     client.run("n = 0")
-    # Simulates a kernel killed after the manifest rename, before the reply: the host saw no
-    # reply and retries the same execution id.
-    client.send({"id": 99, "op": "execute", "code": "n += 1", "execution_id": "once"})
-    deadline = time.monotonic() + 10
-    while "once" not in manifest(kernel)["executions"]:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    kernel.kill9()
+    kernel.restart(CODEACT_TEST_CRASH_AFTER_COMMIT="1")
+    c = kernel.client()
+    with pytest.raises(EOFError):  # committed, then died before replying
+        c.run("n += 1\nn", execution_id="once")
+    assert kernel.proc.wait(5) == 137
     kernel.start()
     c = kernel.client()
-    r = c.run("n += 1", execution_id="once")
-    assert r["replayed"] is True
+    r = c.run("n += 1\nn", execution_id="once")  # the host's retry
+    assert r["replayed"] is True and r["result"] == "1"
     assert value(c, "n") == 1
 
 
@@ -904,3 +901,12 @@ def test_unreadable_manifest_is_set_aside_and_reported(kernel, client):
     c.run("fresh = 1")
     kernel.restart()
     assert kernel.client().ok("hello")["restored"] == ["fresh"]
+
+
+def test_input_does_not_block_and_a_forked_child_does_not_answer(kernel, client):
+    r = client.run("input('name? ')")
+    assert r["status"] == "error" and r["error"]["type"] == "EOFError"
+    r = client.run("import os\npid = os.fork()\nwho = 'child' if pid == 0 else 'parent'\nwho")
+    assert r["result"] == "'parent'"
+    assert client.run("who")["result"] == "'parent'"
+    assert value(client, "who") == "parent"
