@@ -24,6 +24,8 @@ Wire protocol (version 1)
             type is a canonical code: InvalidArgument, NotFound, FailedPrecondition,
             PermissionDenied, Unimplemented, DataLoss, Internal)
     A cell that raises is NOT a failed operation: ok is true, "status" is "error", "error" is set.
+    Frames with a missing/invalid JSON body get a reply with "id": null. Text is UTF-8; bytes a
+    process wrote that are not UTF-8 are replaced (U+FFFD).
     Events before the reply, same id: {"type": "stream", "name": "stdout"|"stderr", "text"}
     (execute with "stream": true; at most 20 frames/s, coalesced, at most max_output_bytes per
     stream) and bridge calls (below). Ops touching the namespace (execute, vars, get, clear,
@@ -37,7 +39,8 @@ Wire protocol (version 1)
             -> status "ok"|"error", stdout, stderr, result (repr of a final expression, <= 8 KB,
                null for None), error null | {type, message, traceback} (kernel frames removed,
                user code shows as File "<cell N>"), outputs [{type: "image/png", path}] (open
-               matplotlib figures, saved and closed), files [output paths created or modified],
+               matplotlib figures, saved and closed), files [output paths created or modified
+               since the previous cell, figures included, not counting bash/files.write/install],
                not_persisted [{name, reason}] (every name currently not in the snapshot),
                duration_ms, execution_id, cell, truncated {stdout?, stderr?: omitted bytes},
                replayed, timed_out; persist_error (only when writing the snapshot failed).
@@ -77,14 +80,21 @@ Wire protocol (version 1)
 
 Persistence (workspace/state)
     manifest.json is the single commit point: {"version": 1, "cell", "entries": {name: {kind,
-    file: "objects/<name>.<cell>.pkl" | null, module (kind module), type, sha256, size}},
+    file: "objects/<name>.<cell>.pkl" | null, module, qualname?, type, sha256, size}},
     "executions": {execution_id: "executions/<hash>.json"}, "not_persisted": {name: reason}}.
+    file is null for references: modules (module = real name, so `import numpy as np` restores
+    np) and functions/classes importable as module + qualname (`from os.path import join`).
+    Object files are cloudpickle (protocol 5); cell-defined functions and classes by value.
     After every execute (failed and timed-out ones too), before the reply: new object files and
     the execution record (tmp + rename each), then the manifest (tmp, fsync if durability=fsync,
     rename, fsync of the directories). Only candidates are pickled: new names, rebound names,
     names the cell's code mentions, and names mentioned by user functions/classes the cell
-    reaches. Unchanged bytes (sha256) are not rewritten. Functions keep resolving globals from
-    the live namespace after a restore. Names starting with "_" are not persisted.
+    reaches (and names touched by persist=false cells or define since the last commit).
+    Unchanged bytes (sha256) are not rewritten; untouched names are not even pickled. Functions
+    keep resolving globals from the live namespace after a restore. Names starting with "_" are
+    not persisted. Each name is its own file, so aliasing between names (b = a) is not kept.
+    Restore order: references, data, functions, classes; each failure is a restore_error and
+    does not stop the others. A manifest that cannot be read is moved aside (*.unreadable-<t>).
     A name whose restore failed keeps its entry (a later restart may succeed) until the name is
     bound again or state is cleared.
     Test hooks: CODEACT_TEST_CRASH_BEFORE_COMMIT=1 / CODEACT_TEST_CRASH_AFTER_COMMIT=1 exit with
