@@ -127,7 +127,7 @@ MEMORY_RECORDS_BYTES = 64 << 20
 GET_VALUE_BUDGET = 100_000
 SPILL_BYTES = 4 << 20
 OUTPUT_SCAN_LIMIT = 20_000
-READ_FILE_LIMIT = 512 << 20
+READ_FILE_LIMIT = 64 << 20  # base64 in one frame, inside a container of a few hundred MB
 MAIN_OPS = frozenset(
     ["execute", "vars", "get", "clear", "define", "bridge.register", "shutdown"])
 THREAD_OPS = frozenset(["bash", "install", "files.list", "files.read", "files.write"])
@@ -650,6 +650,22 @@ class _Connection:
         self.sock = sock
         self.send_lock = threading.Lock()
         self.alive = True
+
+    def send_with_payload(self, obj, key, payload):
+        """Sends obj plus obj[key] = payload (ASCII bytes, e.g. base64) without building the
+        payload into a JSON string first: one copy of a big file instead of four."""
+        head = _encode(obj)
+        head = head[:-1] + (b',' if len(head) > 2 else b'') + _encode(key) + b':"'
+        tail = b'"}'
+        try:
+            with self.send_lock:
+                self.sock.sendall(_LEN.pack(len(head) + len(payload) + len(tail)) + head)
+                self.sock.sendall(payload)
+                self.sock.sendall(tail)
+            return True
+        except OSError:
+            self.alive = False
+            return False
 
     def send(self, obj):
         data = _encode(obj)
@@ -1317,6 +1333,12 @@ class Kernel:
         try:
             reply = dict(handler(*args))
             reply.update(id=rid, type="reply", ok=True)  # envelope keys always win
+            payload = reply.pop("data_b64", None)
+            if isinstance(payload, bytes):
+                conn.send_with_payload(reply, "data_b64", payload)
+                return reply
+            if payload is not None:
+                reply["data_b64"] = payload
         except OpError as e:
             reply = _error_reply(rid, e.type, e.message)
         except Exception as e:
@@ -1956,7 +1978,9 @@ class Kernel:
         try:
             size = os.path.getsize(real)
             if size > READ_FILE_LIMIT:
-                raise OpError("ResourceExhausted", "%s is %d bytes; files.read returns at most %d"
+                raise OpError("ResourceExhausted",
+                              "%s is %d bytes; files.read returns at most %d bytes in one reply; "
+                              "copy bigger files out of the sandbox's volume instead"
                               % (self._display(real), size, READ_FILE_LIMIT))
             with open(real, "rb") as f:
                 data = f.read()
@@ -1964,8 +1988,9 @@ class Kernel:
             raise OpError("NotFound", "%s does not exist" % self._display(real))
         except PermissionError as e:
             raise OpError("PermissionDenied", "%s: %s" % (self._display(real), e.strerror))
-        return {"path": self._display(real), "size": len(data),
-                "data_b64": base64.b64encode(data).decode("ascii")}
+        size = len(data)
+        return {"path": self._display(real), "size": size,
+                "data_b64": base64.b64encode(data)}  # bytes: spliced into the frame
 
     def op_files_write(self, msg):
         import base64

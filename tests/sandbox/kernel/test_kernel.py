@@ -910,3 +910,15 @@ def test_input_does_not_block_and_a_forked_child_does_not_answer(kernel, client)
     assert r["result"] == "'parent'"
     assert client.run("who")["result"] == "'parent'"
     assert value(client, "who") == "parent"
+
+
+def test_large_binary_file_round_trip_and_read_limit(kernel, client):
+    payload = os.urandom(3 << 20) + bytes(range(256))
+    client.ok("files.write", path="big.bin", data_b64=base64.b64encode(payload).decode())
+    r = client.ok("files.read", path="/output/big.bin")
+    assert r["size"] == len(payload) and base64.b64decode(r["data_b64"]) == payload
+    assert set(r) == {"id", "type", "ok", "path", "size", "data_b64"}
+    with open(os.path.join(kernel.output, "huge.bin"), "wb") as f:
+        f.truncate(65 << 20)
+    r = client.request("files.read", path="huge.bin")
+    assert r["ok"] is False and r["error"]["type"] == "ResourceExhausted"
