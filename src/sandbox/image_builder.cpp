@@ -1,7 +1,9 @@
 #include "codeact/sandbox/image_builder.hpp"
 
 #include <openssl/evp.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -173,6 +175,19 @@ Result<std::string> ImageBuilder::build_context() const {
     bool executable = std::string_view(name).ends_with(".sh");
     CODEACT_TRY_STATUS(tar.add_file(name, it->second, executable ? 0755 : 0644));
   }
+  // The host's trust store, so `pip install uv` works behind a TLS-inspecting proxy. Not part of
+  // the recipe hash: it changes how uv is downloaded, not what the image is.
+  std::string ca_bundle;
+  for (const auto& candidate :
+       {core::getenv_string("PIP_CERT").value_or(""), core::getenv_string("SSL_CERT_FILE").value_or(""),
+        std::string("/etc/ssl/certs/ca-certificates.crt")}) {
+    if (candidate.empty()) continue;
+    std::ifstream in(candidate, std::ios::binary);
+    if (!in) continue;
+    ca_bundle.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!ca_bundle.empty()) break;
+  }
+  CODEACT_TRY_STATUS(tar.add_file("build-ca.crt", ca_bundle, 0644));
   return tar.finish();
 }
 
@@ -340,10 +355,47 @@ Result<std::string> ImageBuilder::ensure_rootfs(bool* built) {
   return tag;
 }
 
+namespace {
+
+// One image build per host at a time: two builders (a CLI and a test, two workers) would both
+// debootstrap and import the same 1 GB root file system. Held for the builder's lifetime.
+class BuildLock {
+ public:
+  ~BuildLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the flock
+  }
+  Status acquire(const std::string& dir, const core::CancelToken* cancel,
+                 const std::function<void(std::string_view)>& progress) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::string path = dir + "/codeact-image-build.lock";
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) return core::ok_status();  // no lock possible: build unguarded
+    bool told = false;
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (!told) {
+        progress(fmt::format("waiting for another codeact image build to finish (lock {})", path));
+        told = true;
+      }
+      if (cancel && cancel->cancelled()) return core::cancelled("image build cancelled while waiting");
+      ::usleep(500 * 1000);
+    }
+    return core::ok_status();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
 Result<BuildReport> ImageBuilder::build(bool force) {
   auto start = std::chrono::steady_clock::now();
   BuildReport report;
   report.tag = image_tag();
+  BuildLock lock;
+  CODEACT_TRY_STATUS(lock.acquire(options_.work_dir.empty() ? "/var/tmp" : options_.work_dir,
+                                  options_.cancel, [this](std::string_view l) { progress(l); }));
   if (!force) {
     auto found = find_image();
     if (found.ok()) {
