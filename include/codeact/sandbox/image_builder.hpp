@@ -10,13 +10,15 @@
 // Two ways, one recipe (the same Dockerfile builds the top layer in both):
 //   - from a base image (`debian:bookworm-slim` present locally, or $CODEACT_BASE_IMAGE, which is
 //     pulled when missing): the Dockerfile apt-installs packages.txt on it;
-//   - without a registry: debootstrap (on the host, as root) builds a bookworm root filesystem with
-//     packages.txt, `docker import` makes it `codeact-rootfs:<bootstrap hash>` (kept, so a kernel
-//     change does not redo debootstrap), and the Dockerfile builds on that.
+//   - without a registry: debootstrap (on the host, as root, in a tmpfs) makes a minimal bookworm
+//     root file system, apt-get installs packages.txt inside it, `docker import` makes it
+//     `codeact-rootfs:<bootstrap hash>` (kept, so a kernel change does not redo debootstrap), and
+//     the Dockerfile builds on that.
 // Every step and every line of debootstrap/build output goes to the progress callback.
 //
-// Not thread-safe: one build at a time per ImageBuilder (the Docker daemon serializes nothing for
-// us, so callers should not run two builders for the same tag concurrently).
+// Builds are serialized per host by a file lock (<work_dir>/codeact-image-build.lock): a second
+// builder waits, then finds the image the first one built. An ImageBuilder object itself is not
+// thread-safe; use one per thread.
 #pragma once
 
 #include <chrono>
@@ -73,7 +75,7 @@ struct ImageBuilderOptions {
   // Network for the build's RUN steps (apt-get on a base image, `pip install uv`).
   // "" = daemon default (bridge). uv is skipped with a warning when PyPI is unreachable.
   std::string build_network_mode;
-  // Scratch space for debootstrap (needs ~1.5 GB). "" = /var/tmp.
+  // Scratch space for the root file system tar (~0.7 GB) and the build lock. "" = /var/tmp.
   std::string work_dir;
   bool no_cache = false;
   ProgressFn progress;  // null = log at info level
