@@ -902,6 +902,7 @@ class _SpillSink:
     big ones to a temporary file in the objects directory (renamed into place if new)."""
 
     def __init__(self, spill_path):
+        """spill_path None: only hash and count (nothing kept, nothing written)."""
         import hashlib
 
         self.sha = hashlib.sha256()
@@ -921,15 +922,17 @@ class _SpillSink:
         n = view.nbytes
         self.sha.update(view)
         self.size += n
-        if self.fd is None:
+        if self.spill_path is None:
+            return n
+        if self.fd is None and len(self.buf) + n <= SPILL_BYTES:
             self.buf += view
-            if len(self.buf) > SPILL_BYTES:
-                self.fd = os.open(self.spill_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                self.spilled = True
-                self._write_fd(memoryview(self.buf))
-                self.buf = bytearray()
-        else:
-            self._write_fd(view)
+            return n
+        if self.fd is None:  # spill before appending: a big buffer is never copied
+            self.fd = os.open(self.spill_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            self.spilled = True
+            self._write_fd(memoryview(self.buf))
+            self.buf = bytearray()
+        self._write_fd(view)
         return n
 
     def _write_fd(self, view):
@@ -1284,12 +1287,17 @@ class Kernel:
 
                     obj = importlib.import_module(e["module"])
                 else:
+                    # Hash in chunks, then unpickle from the file: a big array needs its own size
+                    # in memory, not twice that.
                     with open(os.path.join(st.dir, e["file"]), "rb") as f:
-                        data = f.read()
-                    if e.get("sha256") and hashlib.sha256(data).hexdigest() != e["sha256"]:
-                        raise ValueError("%s is corrupt (sha256 mismatch)" % e["file"])
-                    obj = pickle.loads(data)
-                    del data
+                        if e.get("sha256"):
+                            h = hashlib.sha256()
+                            for chunk in iter(lambda: f.read(1 << 20), b""):
+                                h.update(chunk)
+                            if h.hexdigest() != e["sha256"]:
+                                raise ValueError("%s is corrupt (sha256 mismatch)" % e["file"])
+                            f.seek(0)
+                        obj = pickle.load(f)
             except BaseException as ex:  # anything a user class's __setstate__ may raise
                 self.restore_errors.append(
                     {"name": name, "reason": "%s: %s" % (type(ex).__name__, _short(ex))})
@@ -1407,12 +1415,20 @@ class Kernel:
 
     # ----------------------------------------------------------------- commit
 
-    def _serialize(self, name, obj, seq):
+    def _serialize(self, name, obj, seq, old=None):
         """Pickles obj into a _SpillSink (hash, size, bytes or spill file); raises if obj
-        cannot be pickled."""
+        cannot be pickled. When the saved version is big, a first pass only hashes: if nothing
+        changed (a big array that a cell only read), nothing is written at all. Returns the
+        hash-only sink in that case."""
         st = self.store
+        if old and old.get("sha256") and (old.get("size") or 0) > SPILL_BYTES:
+            probe = self._serialize_into(_SpillSink(None), obj)
+            if probe.sha.hexdigest() == old["sha256"]:
+                return probe
         spill = os.path.join(st.objects_dir, ".spill-%s.%d" % (name[:100], seq))
-        sink = _SpillSink(spill)
+        return self._serialize_into(_SpillSink(spill), obj)
+
+    def _serialize_into(self, sink, obj):
         try:
             if type(obj) in _PRIMITIVES:
                 import pickle
@@ -1488,7 +1504,7 @@ class Kernel:
                 st.restore_failed.discard(name)
                 continue
             try:
-                sink = self._serialize(name, obj, seq)
+                sink = self._serialize(name, obj, seq, old)
             except BaseException as e:
                 if isinstance(e, KeyboardInterrupt):
                     reason = "interrupted while pickling"

@@ -336,10 +336,15 @@ def test_untouched_large_value_is_not_rewritten(kernel, client):
     st1 = os.stat(path)
     assert (st1.st_ino, st1.st_mtime_ns) == (st0.st_ino, st0.st_mtime_ns)
     assert manifest(kernel)["entries"]["big"]["file"] == entry["file"]
-    # Referenced but unchanged: hashed, found equal, not rewritten.
+    # Referenced but unchanged: hashed, found equal, nothing written at all (not even a
+    # temporary spill file, which would change the directory's mtime).
+    objects_dir = os.path.join(kernel.state, "objects")
+    dir_mtime = os.stat(objects_dir).st_mtime_ns
+    time.sleep(0.01)
     client.run("float(big.sum())")
     st2 = os.stat(path)
     assert (st2.st_ino, st2.st_mtime_ns) == (st0.st_ino, st0.st_mtime_ns)
+    assert os.stat(objects_dir).st_mtime_ns == dir_mtime
     # Mutated in place: rewritten under a new name, the old file deleted.
     client.run("big[0] = 5")
     new = manifest(kernel)["entries"]["big"]
