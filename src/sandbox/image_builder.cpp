@@ -165,9 +165,9 @@ Result<std::string> ImageBuilder::ensure_image() {
   return report.tag;
 }
 
-Result<std::string> ImageBuilder::build_context() const {
+Result<std::string> ImageBuilder::build_context(const std::string& apt_packages) const {
   TarWriter tar;
-  for (const char* name : {"Dockerfile", "entrypoint.sh", "codeact_kernel.py", "packages.txt"}) {
+  for (const char* name : {"Dockerfile", "entrypoint.sh", "codeact_kernel.py"}) {
     auto it = recipe_.files.find(name);
     if (it == recipe_.files.end()) {
       return core::internal_error(fmt::format("sandbox image recipe has no {}", name));
@@ -187,7 +187,9 @@ Result<std::string> ImageBuilder::build_context() const {
     ca_bundle.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     if (!ca_bundle.empty()) break;
   }
-  CODEACT_TRY_STATUS(tar.add_file("build-ca.crt", ca_bundle, 0644));
+  CODEACT_TRY_STATUS(tar.add_directory("build"));
+  CODEACT_TRY_STATUS(tar.add_file("build/ca.crt", ca_bundle, 0644));
+  CODEACT_TRY_STATUS(tar.add_file("build/apt-packages", apt_packages, 0644));
   return tar.finish();
 }
 
@@ -424,10 +426,10 @@ Result<BuildReport> ImageBuilder::build(bool force) {
   }
 
   progress(fmt::format("building {} on {} ({})", report.tag, base, build_method_name(method)));
-  CODEACT_TRY(std::string context, build_context());
+  CODEACT_TRY(std::string context, build_context(apt_packages));
   BuildImageOptions build;
   build.tags = {report.tag, options_.repository + ":latest"};
-  build.build_args = {{"BASE_IMAGE", base}, {"APT_PACKAGES", apt_packages}};
+  build.build_args = {{"BASE_IMAGE", base}};
   build.labels = {{std::string(kRecipeHashLabel), recipe_.content_hash()},
                   {std::string(kBuildMethodLabel), std::string(build_method_name(method))}};
   build.network_mode = options_.build_network_mode;

@@ -69,9 +69,9 @@ TEST(ImageRecipe, RenamingAFileChangesTheHash) {
   EXPECT_NE(a.content_hash(), b.content_hash());
 }
 
-TEST(ImageRecipe, BuildContextHoldsDockerfileEntrypointAndKernel) {
+TEST(ImageRecipe, BuildContextHoldsDockerfileEntrypointKernelAndPackageList) {
   ImageBuilder builder(nullptr, {}, sample_recipe());
-  auto context = builder.build_context();
+  auto context = builder.build_context("python3 bash");
   ASSERT_TRUE(context.ok()) << context.error().to_string();
   auto entries = read_tar(*context);
   ASSERT_TRUE(entries.ok());
@@ -83,6 +83,9 @@ TEST(ImageRecipe, BuildContextHoldsDockerfileEntrypointAndKernel) {
   ASSERT_TRUE(by_name.count("entrypoint.sh"));
   EXPECT_EQ(by_name["entrypoint.sh"].mode, 0755u);
   EXPECT_EQ(by_name["Dockerfile"].mode, 0644u);
+  ASSERT_TRUE(by_name.count("build/apt-packages"));
+  EXPECT_EQ(by_name["build/apt-packages"].data, "python3 bash");
+  EXPECT_TRUE(by_name.count("build/ca.crt"));
 }
 
 }  // namespace

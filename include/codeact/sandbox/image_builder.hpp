@@ -109,8 +109,10 @@ class ImageBuilder {
   // The image if it exists (NotFound with the hint "run `codeact image build`" otherwise).
   core::Result<ImageInfo> find_image();
 
-  // The build context tar for the Dockerfile (exposed for tests).
-  core::Result<std::string> build_context() const;
+  // The build context tar for the Dockerfile (exposed for tests): the Dockerfile, entrypoint.sh,
+  // codeact_kernel.py, build/apt-packages (what to apt-get install, "" on codeact-rootfs) and
+  // build/ca.crt (this host's CA bundle, for downloading uv behind a TLS-inspecting proxy).
+  core::Result<std::string> build_context(const std::string& apt_packages = "") const;
 
  private:
   core::Result<BuildMethod> choose_method(std::string* base_image);
