@@ -1,0 +1,14 @@
+// Constructors of the three transports (make_transport picks one).
+#pragma once
+
+#include <memory>
+
+#include "codeact/mcp/transport.hpp"
+
+namespace codeact::mcp {
+
+std::unique_ptr<McpTransport> make_stdio_transport(const McpServerConfig& config);
+std::unique_ptr<McpTransport> make_streamable_http_transport(const McpServerConfig& config);
+std::unique_ptr<McpTransport> make_sse_transport(const McpServerConfig& config);
+
+}  // namespace codeact::mcp
