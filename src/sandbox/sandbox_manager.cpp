@@ -10,6 +10,7 @@
 #include <regex>
 #include <thread>
 
+#include "codeact/core/base64.hpp"
 #include "codeact/core/config.hpp"
 #include "codeact/core/log.hpp"
 #include "codeact/sandbox/image_builder.hpp"
@@ -57,55 +58,6 @@ std::string sha_hex12(std::string_view data) {
   SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), md);
   std::string out;
   for (int i = 0; i < 6; ++i) out += fmt::format("{:02x}", md[i]);
-  return out;
-}
-
-std::string b64_encode(std::string_view in) {
-  static constexpr char kTable[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t n = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    out += kTable[(n >> 18) & 63];
-    out += kTable[(n >> 12) & 63];
-    out += kTable[(n >> 6) & 63];
-    out += kTable[n & 63];
-  }
-  if (i < in.size()) {
-    uint32_t n = uint8_t(in[i]) << 16;
-    if (i + 1 < in.size()) n |= uint8_t(in[i + 1]) << 8;
-    out += kTable[(n >> 18) & 63];
-    out += kTable[(n >> 12) & 63];
-    out += i + 1 < in.size() ? kTable[(n >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-Result<std::string> b64_decode(std::string_view in) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  uint32_t buf = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=' || c == '\n' || c == '\r') continue;
-    int v = val(c);
-    if (v < 0) return core::data_loss("the kernel sent invalid base64");
-    buf = (buf << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buf >> bits) & 0xff));
-    }
-  }
   return out;
 }
 
@@ -750,11 +702,11 @@ Result<std::vector<FileEntry>> SandboxManager::list_files(const std::string& id,
 
 Result<std::string> SandboxManager::read_file(const std::string& id, const std::string& path) {
   CODEACT_TRY(Json r, call_with_recovery(id, "files.read", Json{{"path", path}}, 120s, nullptr));
-  return b64_decode(core::json_string(r, "data_b64"));
+  return core::base64_decode(core::json_string(r, "data_b64"));
 }
 
 Status SandboxManager::write_file(const std::string& id, const std::string& path, std::string_view data) {
-  CODEACT_TRY_STATUS(call_with_recovery(id, "files.write", Json{{"path", path}, {"data_b64", b64_encode(data)}}, 120s, nullptr));
+  CODEACT_TRY_STATUS(call_with_recovery(id, "files.write", Json{{"path", path}, {"data_b64", core::base64_encode(data)}}, 120s, nullptr));
   return core::ok_status();
 }
 

@@ -1563,8 +1563,12 @@ class Kernel:
                 _fsync_dir(st.objects_dir)
             if wrote_record:
                 _fsync_dir(st.exec_dir)
-        st.write_manifest(seq, entries, executions, not_persisted)
-        st.cell = seq
+        # A cell that changed nothing persistent (no object, no record, same entries) costs no
+        # write at all: the snapshot of the last changing cell still describes the state.
+        if (wrote_objects or wrote_record or entries != st.entries
+                or not_persisted != st.not_persisted):
+            st.write_manifest(seq, entries, executions, not_persisted)
+            st.cell = seq
         st.entries = entries
         st.executions = executions
         st.not_persisted = not_persisted
@@ -1788,6 +1792,11 @@ class Kernel:
             return [], "[codeact] could not list matplotlib figures: %s\n" % e
         for k, num in enumerate(nums, 1):
             fname = "figure-%d-%d.png" % (seq, k)
+            n = 1
+            while os.path.exists(os.path.join(self.output_dir, fname)):
+                # cell numbers restart from the last snapshot after a crash: never overwrite
+                n += 1
+                fname = "figure-%d-%d-%d.png" % (seq, k, n)
             try:
                 fig = plt.figure(num)
                 fig.savefig(os.path.join(self.output_dir, fname), format="png")

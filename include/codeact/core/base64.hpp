@@ -1,0 +1,17 @@
+// Base64 (RFC 4648, standard alphabet, padded): how binary data travels in JSON.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "codeact/core/result.hpp"
+
+namespace codeact::core {
+
+std::string base64_encode(std::string_view data);
+// Ignores line breaks; InvalidArgument on any other character outside the alphabet.
+Result<std::string> base64_decode(std::string_view text);
+// True when `data` is valid UTF-8 (so it can travel as a JSON string).
+bool is_valid_utf8(std::string_view data);
+
+}  // namespace codeact::core
