@@ -28,7 +28,6 @@ using core::Status;
 namespace {
 
 constexpr std::string_view kDefaultBaseImage = "debian:bookworm-slim";
-constexpr std::string_view kBuildMethodLabel = "io.codeact.build-method";
 
 class Sha256 {
  public:
@@ -403,12 +402,7 @@ Result<BuildReport> ImageBuilder::build(bool force) {
     if (found.ok()) {
       report.image_id = found->id;
       report.size_bytes = found->size;
-      report.method = BuildMethod::kAuto;
-      auto it = found->labels.find(std::string(kBuildMethodLabel));
-      if (it != found->labels.end()) {
-        report.method = it->second == "debootstrap" ? BuildMethod::kDebootstrap
-                                                    : BuildMethod::kBaseImage;
-      }
+      report.method = BuildMethod::kAuto;  // not recorded in the image
       progress(fmt::format("sandbox image {} is up to date", report.tag));
       return report;
     }
@@ -430,8 +424,8 @@ Result<BuildReport> ImageBuilder::build(bool force) {
   BuildImageOptions build;
   build.tags = {report.tag, options_.repository + ":latest"};
   build.build_args = {{"BASE_IMAGE", base}};
-  build.labels = {{std::string(kRecipeHashLabel), recipe_.content_hash()},
-                  {std::string(kBuildMethodLabel), std::string(build_method_name(method))}};
+  // One label: the classic builder adds a committed step per label.
+  build.labels = {{std::string(kRecipeHashLabel), recipe_.content_hash()}};
   build.network_mode = options_.build_network_mode;
   build.no_cache = options_.no_cache;
   build.context_tar = std::move(context);
