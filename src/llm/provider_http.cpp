@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <random>
 #include <thread>
@@ -35,6 +36,16 @@ std::string message_from_error_object(const Json& error) {
   if (type.empty()) type = core::json_string(error, "code");    // OpenAI: "invalid_api_key"
   if (message.empty()) return "";
   return type.empty() ? message : type + ": " + message;
+}
+
+// "30s", "1.5s", "0.25s".
+std::string format_seconds(milliseconds d) {
+  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fs", static_cast<double>(d.count()) / 1000.0);
+  std::string out = buf;
+  while (out.size() > 3 && out[out.size() - 2] == '0') out.erase(out.size() - 2, 1);  // "1.50s" -> "1.5s"
+  return out;
 }
 
 }  // namespace
@@ -173,8 +184,9 @@ Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
       std::string message = redact(e.message(), ctx.secret);
       if (e.code() == Code::kDeadlineExceeded) {
         return core::deadline_exceeded(ctx.what + ": no complete response within " +
-                                       std::to_string(request.timeout.count() / 1000.0).substr(0, 6) +
-                                       "s (" + message + ")");
+                                       format_seconds(request.timeout) +
+                                       " (raise ModelSettings::timeout_seconds if the model needs longer; " +
+                                       message + ")");
       }
       error = core::Error(e.code(), ctx.what + ": " + message);
     } else if (result->status >= 200 && result->status < 300) {
@@ -185,7 +197,7 @@ Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
       retry_after = retry_after_of(response);
       std::string message = ctx.what + ": HTTP " + std::to_string(response.status) + ": " +
                             redact(provider_error_message(body), ctx.secret);
-      if (retry_after) message += " (retry after " + std::to_string(retry_after->count() / 1000.0).substr(0, 5) + "s)";
+      if (retry_after) message += " (retry after " + format_seconds(*retry_after) + ")";
       error = core::Error(code_for_http_status(response.status), message);
     }
 

@@ -74,6 +74,8 @@ class FakeProviderServer {
     auto handler = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
     server_.Post(R"(.*)", handler);
     server_.Get(R"(.*)", handler);
+    // One request per connection: stop() must not wait for an idle keep-alive connection.
+    server_.set_keep_alive_max_count(1);
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));

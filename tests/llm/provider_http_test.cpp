@@ -1,0 +1,186 @@
+// The retry, error-mapping and Retry-After rules every HTTP provider shares, checked through the
+// OpenAI-compatible provider against a local server.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "../../src/llm/provider_http_internal.hpp"
+#include "codeact/llm/openai_model.hpp"
+#include "fake_provider_server.hpp"
+#include "stream_recorder.hpp"
+
+namespace codeact::llm {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeProviderServer;
+using testing::json_response;
+using testing::ScriptedResponse;
+using testing::user_says;
+
+Json ok_body() {
+  return Json::parse(R"({"id": "chatcmpl-1", "object": "chat.completion", "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}})");
+}
+
+OpenAIOptions options_for(const FakeProviderServer& server, RetryPolicy retry = {}) {
+  OpenAIOptions o;
+  o.model_name = "m";
+  o.api_key = "sk-secret-key-123";
+  o.base_url = server.base_url("/v1");
+  o.retry = retry;
+  return o;
+}
+
+RetryPolicy fast_retry(int attempts) {
+  RetryPolicy r;
+  r.max_attempts = attempts;
+  r.initial_backoff = 10ms;
+  r.max_backoff = 50ms;
+  return r;
+}
+
+TEST(RetryAfter, ParsesSecondsAndHttpDates) {
+  auto now = std::chrono::system_clock::from_time_t(1445412480);  // Wed, 21 Oct 2015 07:28:00 GMT
+  EXPECT_EQ(internal::parse_retry_after("3", now), 3000ms);
+  EXPECT_EQ(internal::parse_retry_after(" 1.5 ", now), 1500ms);
+  EXPECT_EQ(internal::parse_retry_after("Wed, 21 Oct 2015 07:28:07 GMT", now), 7000ms);
+  EXPECT_EQ(internal::parse_retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now), 0ms) << "a past date: no wait";
+  EXPECT_EQ(internal::parse_retry_after("soon", now), std::nullopt);
+  EXPECT_EQ(internal::parse_retry_after("", now), std::nullopt);
+}
+
+TEST(ProviderErrors, ReadsEachProvidersErrorBody) {
+  EXPECT_EQ(internal::provider_error_message(
+                R"({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}})"),
+            "invalid_request_error: Incorrect API key provided");
+  EXPECT_EQ(internal::provider_error_message(
+                R"({"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT"}})"),
+            "INVALID_ARGUMENT: API key not valid.");
+  EXPECT_EQ(internal::provider_error_message(
+                R"({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})"),
+            "overloaded_error: Overloaded");
+  EXPECT_EQ(internal::provider_error_message(R"([{"error": {"code": 429, "message": "Quota", "status": "RESOURCE_EXHAUSTED"}}])"),
+            "RESOURCE_EXHAUSTED: Quota");
+  EXPECT_EQ(internal::provider_error_message(R"({"error": "model 'qwen' not found"})"), "model 'qwen' not found");
+  EXPECT_EQ(internal::provider_error_message(R"({"object": "error", "message": "bad", "code": 400})"), "bad");
+  EXPECT_EQ(internal::provider_error_message("<html>Bad Gateway</html>"), "<html>Bad Gateway</html>");
+}
+
+TEST(ProviderHttp, MapsStatusToCodeWithoutRetryAndKeepsTheKeyOut) {
+  struct Case {
+    int status;
+    core::Code code;
+  };
+  for (auto c : {Case{400, core::Code::kInvalidArgument}, Case{401, core::Code::kUnauthenticated},
+                 Case{403, core::Code::kPermissionDenied}, Case{404, core::Code::kNotFound}}) {
+    FakeProviderServer server;
+    server.enqueue(json_response(
+        Json{{"error", {{"message", "provider says no; key sk-secret-key-123 rejected"}, {"type", "t"}}}}, c.status));
+    OpenAIModel model(options_for(server, fast_retry(4)));
+    auto r = model.request(user_says("hi"), {}, {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), c.code) << c.status;
+    EXPECT_NE(r.error().message().find("provider says no"), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find("HTTP " + std::to_string(c.status)), std::string::npos);
+    EXPECT_EQ(r.error().message().find("sk-secret-key-123"), std::string::npos) << r.error().message();
+    EXPECT_EQ(server.request_count(), 1u) << "no retry on " << c.status;
+  }
+}
+
+TEST(ProviderHttp, RetriesA429AfterTheServersRetryAfter) {
+  FakeProviderServer server;
+  ScriptedResponse limited = json_response(Json{{"error", {{"message", "Rate limit reached"}}}}, 429);
+  limited.headers = {{"Retry-After", "1"}};
+  server.enqueue(limited);
+  server.enqueue(json_response(ok_body()));
+  OpenAIModel model(options_for(server, fast_retry(3)));
+  auto start = std::chrono::steady_clock::now();
+  auto r = model.request(user_says("hi"), {}, {});
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->text(), "ok");
+  EXPECT_EQ(server.request_count(), 2u);
+  EXPECT_GE(elapsed, 950ms) << "Retry-After: 1 must be honoured over the 10 ms backoff";
+}
+
+TEST(ProviderHttp, GivesUpAfterMaxAttemptsOn5xx) {
+  FakeProviderServer server;
+  for (int i = 0; i < 3; ++i) server.enqueue(json_response(Json{{"error", {{"message", "upstream down"}}}}, 503));
+  OpenAIModel model(options_for(server, fast_retry(3)));
+  auto r = model.request(user_says("hi"), {}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), core::Code::kUnavailable);
+  EXPECT_NE(r.error().message().find("upstream down"), std::string::npos);
+  EXPECT_NE(r.error().message().find("3 attempts"), std::string::npos) << r.error().message();
+  EXPECT_EQ(server.request_count(), 3u);
+}
+
+TEST(ProviderHttp, RetryAfterBeyondTheLimitIsNotWaitedFor) {
+  FakeProviderServer server;
+  ScriptedResponse limited = json_response(Json{{"error", {{"message", "daily quota"}}}}, 429);
+  limited.headers = {{"Retry-After", "3600"}};
+  server.enqueue(limited);
+  OpenAIModel model(options_for(server, fast_retry(3)));
+  auto start = std::chrono::steady_clock::now();
+  auto r = model.request(user_says("hi"), {}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), core::Code::kResourceExhausted);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  EXPECT_NE(r.error().message().find("retry after 3600"), std::string::npos) << r.error().message();
+}
+
+TEST(ProviderHttp, ConnectionRefusedIsUnavailableAfterRetries) {
+  int port = 0;
+  {
+    FakeProviderServer probe;
+    port = probe.port();
+  }  // closed: nothing listens there now
+  OpenAIOptions o;
+  o.model_name = "m";
+  o.base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+  o.retry = fast_retry(2);
+  OpenAIModel model(o);
+  auto r = model.request(user_says("hi"), {}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), core::Code::kUnavailable) << r.error().to_string();
+}
+
+TEST(ProviderHttp, TimeoutIsDeadlineExceeded) {
+  FakeProviderServer server;
+  ScriptedResponse slow = json_response(ok_body());
+  slow.delay = 2s;
+  server.enqueue(slow);
+  OpenAIModel model(options_for(server, fast_retry(3)));
+  ModelSettings settings;
+  settings.timeout_seconds = 0.3;
+  auto start = std::chrono::steady_clock::now();
+  auto r = model.request(user_says("hi"), settings, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), core::Code::kDeadlineExceeded) << r.error().to_string();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1800ms);
+}
+
+TEST(ProviderHttp, CancelTokenStopsAWaitingRequest) {
+  FakeProviderServer server;
+  ScriptedResponse slow = json_response(ok_body());
+  slow.delay = 2s;
+  server.enqueue(slow);
+  OpenAIModel model(options_for(server, fast_retry(3)));
+  core::CancelToken cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(200ms);
+    cancel.cancel();
+  });
+  auto start = std::chrono::steady_clock::now();
+  auto r = model.request(user_says("hi"), {}, {}, &cancel);
+  canceller.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), core::Code::kCancelled) << r.error().to_string();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1800ms);
+}
+
+}  // namespace
+}  // namespace codeact::llm
