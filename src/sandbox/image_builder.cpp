@@ -404,6 +404,8 @@ Result<BuildReport> ImageBuilder::build(bool force) {
       report.size_bytes = found->size;
       report.method = BuildMethod::kAuto;  // not recorded in the image
       progress(fmt::format("sandbox image {} is up to date", report.tag));
+      report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
       return report;
     }
     if (!is_not_found(found.error())) return std::move(found).error();

@@ -159,3 +159,58 @@ TEST_F(ImageBuilderTest, PipAndUvAreThere) {
 
 }  // namespace
 }  // namespace codeact::sandbox
+
+namespace codeact::sandbox {
+namespace {
+
+// Timing of a cold build (debootstrap or base image + top layer) and of a kernel-only rebuild,
+// on a recipe variant so the real image is untouched. Minutes of work: run explicitly with
+//   sandbox_image_builder_itest --gtest_also_run_disabled_tests --gtest_filter='*ColdBuild*'
+TEST(ImageBuilderTiming, DISABLED_ColdBuildAndKernelRebuild) {
+  auto client = DockerClient::create();
+  ASSERT_TRUE(client.ok());
+  auto docker = *client;
+  ImageRecipe recipe = ImageRecipe::embedded();
+  std::random_device rd;
+  std::string salt = std::to_string(rd());
+  recipe.files["bootstrap.sh"] += "# timing variant " + salt + "\n";
+  ImageBuilderOptions options;
+  options.repository = "codeact-itest-cold";
+  auto start = std::chrono::steady_clock::now();
+  options.progress = [start](std::string_view line) {
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "[%7.1fs] %.*s\n", s, static_cast<int>(line.size()), line.data());
+  };
+  ImageBuilder cold(docker, options, recipe);
+  auto first = cold.build(false);
+  ASSERT_TRUE(first.ok()) << first.error().to_string();
+  EXPECT_TRUE(first->built);
+
+  recipe.files["codeact_kernel.py"] += "\n# kernel change " + salt + "\n";
+  ImageBuilder kernel_changed(docker, options, recipe);
+  EXPECT_NE(kernel_changed.image_tag(), cold.image_tag());
+  auto second = kernel_changed.build(false);
+  ASSERT_TRUE(second.ok()) << second.error().to_string();
+  EXPECT_FALSE(second->rootfs_built) << "a kernel change must not redo the root file system";
+
+  auto third = kernel_changed.build(false);
+  ASSERT_TRUE(third.ok());
+  EXPECT_FALSE(third->built);
+
+  std::fprintf(stderr,
+               "cold build (%s, rootfs built: %d): %.1f s, image %.0f MB; kernel-only rebuild: "
+               "%.1f s; warm ensure: %.3f s\n",
+               std::string(build_method_name(first->method)).c_str(), first->rootfs_built,
+               static_cast<double>(first->duration.count()) / 1000.0,
+               static_cast<double>(first->size_bytes) / 1e6,
+               static_cast<double>(second->duration.count()) / 1000.0,
+               static_cast<double>(third->duration.count()) / 1000.0);
+  (void)docker->remove_image(second->tag, true);
+  (void)docker->remove_image(first->tag, true);
+  (void)docker->remove_image("codeact-itest-cold:latest", true);
+  (void)docker->remove_image(
+      std::string(kRootfsRepository) + ":" + recipe.rootfs_hash("bookworm").substr(0, 12), true);
+}
+
+}  // namespace
+}  // namespace codeact::sandbox
