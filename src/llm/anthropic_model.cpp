@@ -200,7 +200,7 @@ Result<ModelResponse> AnthropicModel::request(const std::vector<ModelMessage>& m
                       cancel);
   const std::string& what = call.context.what;
   CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
-  CODEACT_TRY(Json j, core::parse_json(http.body, what + " response"));
+  CODEACT_TRY(Json j, internal::parse_response_body(http.body, what));
   if (core::json_string(j, "type") == "error") return error_from_event(j, what);
   ModelResponse response;
   auto content = j.find("content");

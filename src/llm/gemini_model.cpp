@@ -240,7 +240,7 @@ Result<ModelResponse> GeminiModel::request(const std::vector<ModelMessage>& mess
                       cancel);
   const std::string& what = call.context.what;
   CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
-  CODEACT_TRY(Json j, core::parse_json(http.body, what + " response"));
+  CODEACT_TRY(Json j, internal::parse_response_body(http.body, what));
   if (auto error = inline_error(j, what)) return *error;
   ModelResponse response;
   ChunkReader reader{options_, what, response, ""};
@@ -293,6 +293,7 @@ Result<ModelResponse> GeminiModel::request_stream(const std::vector<ModelMessage
   std::optional<core::Error> stream_error;
   int part_counter = 0;
   std::string text_key;  // key of the text part being extended, "" when the last part was not text
+  std::string thought_key;  // same for thoughts
 
   auto reset = [&]() {
     assembler.emplace(on_event);
@@ -301,6 +302,7 @@ Result<ModelResponse> GeminiModel::request_stream(const std::vector<ModelMessage
     stream_error.reset();
     part_counter = 0;
     text_key.clear();
+    thought_key.clear();
   };
   call.context.may_retry = [&]() { return !assembler || !assembler->emitted(); };
 
@@ -325,6 +327,7 @@ Result<ModelResponse> GeminiModel::request_stream(const std::vector<ModelMessage
       std::string signature = core::json_string(part, "thoughtSignature");
       if (auto fc = part.find("functionCall"); fc != part.end() && fc->is_object()) {
         text_key.clear();
+        thought_key.clear();
         std::string id = core::json_string(*fc, "id");
         if (id.empty()) id = internal::generate_tool_call_id();
         Json args = fc->value("args", Json::object());
@@ -335,9 +338,10 @@ Result<ModelResponse> GeminiModel::request_stream(const std::vector<ModelMessage
         std::string text = core::json_string(part, "text");
         if (core::json_bool(part, "thought")) {
           text_key.clear();
-          assembler->thinking_delta("thought:" + std::to_string(part_counter++), text, signature,
-                                    options_.provider_name);
+          if (thought_key.empty()) thought_key = "thought:" + std::to_string(part_counter++);
+          assembler->thinking_delta(thought_key, text, signature, options_.provider_name);
         } else {
+          thought_key.clear();
           if (text_key.empty()) text_key = "text:" + std::to_string(part_counter++);
           assembler->text_delta(text_key, text);
         }

@@ -200,7 +200,7 @@ Result<ModelResponse> OpenAIModel::request(const std::vector<ModelMessage>& mess
                       cancel);
   CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
   const std::string& what = call.context.what;
-  CODEACT_TRY(Json j, core::parse_json(http.body, what + " response"));
+  CODEACT_TRY(Json j, internal::parse_response_body(http.body, what));
   if (auto error = inline_error(j, what)) return *error;
   auto choices = j.find("choices");
   if (choices == j.end() || !choices->is_array() || choices->empty() || !(*choices)[0].is_object()) {

@@ -129,6 +129,16 @@ std::string redact(std::string text, std::string_view secret) {
   return text;
 }
 
+Result<Json> parse_response_body(std::string_view body, const std::string& what) {
+  Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    std::string start(body.substr(0, 200));
+    return core::data_loss(what + ": the response body is not JSON (" + std::to_string(body.size()) +
+                           " bytes): " + start);
+  }
+  return j;
+}
+
 bool sleep_unless_cancelled(milliseconds duration, const core::CancelToken* cancel) {
   auto deadline = std::chrono::steady_clock::now() + duration;
   while (true) {

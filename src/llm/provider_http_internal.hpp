@@ -52,6 +52,9 @@ core::Result<core::HttpResponse> send_with_retry(core::HttpTransport& transport,
                                                  const std::function<core::HttpRequest()>& make_request,
                                                  const SendContext& context);
 
+// Parses a 2xx response body; DataLoss quoting its start when it is not JSON.
+core::Result<Json> parse_response_body(std::string_view body, const std::string& what);
+
 // Sleeps for `duration` unless `cancel` is set first; false when cancelled.
 bool sleep_unless_cancelled(std::chrono::milliseconds duration, const core::CancelToken* cancel);
 

@@ -236,5 +236,37 @@ TEST(GeminiModel, SeedConfigBlockAndGeminiBaseUrl) {
   EXPECT_EQ(server.last_request().header("x-goog-api-key"), "from-yaml");
 }
 
+TEST(GeminiModel, StreamedThoughtsFormOnePartAndSignaturesTravelBack) {
+  FakeProviderServer server;
+  server.enqueue(sse_response({
+      sse_data(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "Think", "thought": true}]}}]})")),
+      sse_data(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "ing.", "thought": true}]}}]})")),
+      sse_data(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [
+          {"functionCall": {"name": "run_code", "args": {"code": "1"}}, "thoughtSignature": "U0lH"}]},
+          "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 3, "thoughtsTokenCount": 7}})"))}));
+  server.enqueue(json_response(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "1"}]},
+      "finishReason": "STOP"}]})")));
+  GeminiModel model(options_for(server));
+  StreamRecorder recorder;
+  auto r = model.request_stream(user_says("go"), {}, code_tools(), recorder.handler());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  ASSERT_EQ(r->parts.size(), 2u);
+  EXPECT_EQ(std::get<ThinkingPart>(r->parts[0]).content, "Thinking.");
+  auto call = r->tool_calls().at(0);
+  EXPECT_EQ(call.provider_details["thought_signature"], "U0lH");
+  EXPECT_EQ(r->usage.output_tokens, 10);
+  EXPECT_EQ(r->usage.details["thoughts_tokens"], 7);
+
+  ModelRequest returns;
+  returns.parts.push_back(ToolReturnPart{"run_code", Json{{"stdout", "1"}}, call.tool_call_id, ""});
+  auto next = model.request({user_says("go")[0], *r, returns}, {}, code_tools());
+  ASSERT_TRUE(next.ok()) << next.error().to_string();
+  Json contents = server.last_request().json()["contents"];
+  ASSERT_EQ(contents.size(), 3u) << contents.dump(2);
+  ASSERT_EQ(contents[1]["parts"].size(), 1u) << "thoughts are not sent back";
+  EXPECT_EQ(contents[1]["parts"][0]["thoughtSignature"], "U0lH");
+  EXPECT_EQ(contents[2]["parts"][0]["functionResponse"]["response"]["stdout"], "1");
+}
+
 }  // namespace
 }  // namespace codeact::llm

@@ -1,6 +1,8 @@
 // OpenAI chat completions against a local server speaking the documented protocol.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "codeact/llm/model_factory.hpp"
 #include "codeact/llm/openai_model.hpp"
 #include "fake_provider_server.hpp"
@@ -12,6 +14,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::FakeProviderServer;
 using testing::json_response;
+using testing::ScriptedResponse;
 using testing::sse_data;
 using testing::sse_response;
 using testing::StreamRecorder;
@@ -334,6 +337,56 @@ TEST(OpenAIModel, OpenAIBaseUrlFromTheEnvironment) {
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(server.last_request().path, "/proxy/v1/chat/completions");
   EXPECT_EQ(server.last_request().header("Authorization"), "Bearer sk-env");
+}
+
+TEST(OpenAIModel, ConsumerStoppingOrCancellingEndsTheStream) {
+  FakeProviderServer server;
+  std::vector<std::string> chunks;
+  for (int i = 0; i < 40; ++i) {
+    chunks.push_back(sse_data(Json{{"id", "c"}, {"choices", {{{"index", 0}, {"delta", {{"content", "word "}}}}}}}));
+  }
+  chunks.push_back("data: [DONE]\n\n");
+  auto slow = sse_response(chunks);
+  slow.chunk_delay = 50ms;
+  server.enqueue(slow);
+  server.enqueue(slow);
+  OpenAIModel model(options_for(server));
+
+  int seen = 0;
+  auto start = std::chrono::steady_clock::now();
+  auto stopped = model.request_stream(user_says("go"), {}, {}, [&](const ModelStreamEvent&) { return ++seen < 3; });
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.error().code(), core::Code::kCancelled) << stopped.error().to_string();
+  EXPECT_EQ(seen, 3) << "no event after the handler said stop";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+
+  core::CancelToken cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(300ms);
+    cancel.cancel();
+  });
+  StreamRecorder recorder;
+  start = std::chrono::steady_clock::now();
+  auto cancelled = model.request_stream(user_says("go"), {}, {}, recorder.handler(), &cancel);
+  canceller.join();
+  ASSERT_FALSE(cancelled.ok());
+  EXPECT_EQ(cancelled.error().code(), core::Code::kCancelled) << cancelled.error().to_string();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+  EXPECT_GT(recorder.events.size(), 0u);
+  EXPECT_EQ(recorder.count<FinalResponseEvent>(), 0);
+}
+
+TEST(OpenAIModel, UnreadableBodyIsDataLoss) {
+  FakeProviderServer server;
+  ScriptedResponse html;
+  html.content_type = "text/html";
+  html.chunks = {"<html>captive portal</html>"};
+  server.enqueue(html);
+  OpenAIModel model(options_for(server));
+  auto r = model.request(user_says("hi"), {}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), core::Code::kDataLoss);
+  EXPECT_NE(r.error().message().find("captive portal"), std::string::npos);
 }
 
 }  // namespace
