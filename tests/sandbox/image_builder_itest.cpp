@@ -214,3 +214,61 @@ TEST(ImageBuilderTiming, DISABLED_ColdBuildAndKernelRebuild) {
 
 }  // namespace
 }  // namespace codeact::sandbox
+
+namespace codeact::sandbox {
+namespace {
+
+// The base-image way (what runs where a registry provides debian:bookworm-slim), on this
+// registry-less machine: the root file system image stands in for the registry's Debian image,
+// so apt-get in the Dockerfile really runs. Minutes; run explicitly like the timing test.
+TEST(ImageBuilderBaseImage, DISABLED_BaseImageWayBuildsAWorkingImage) {
+  auto client = DockerClient::create();
+  ASSERT_TRUE(client.ok());
+  auto docker = *client;
+  ImageBuilderOptions real_options;
+  ImageBuilder real(docker, real_options);
+  ASSERT_TRUE(real.ensure_image().ok());
+  std::string rootfs = std::string(kRootfsRepository) + ":" +
+                       ImageRecipe::embedded().rootfs_hash("bookworm").substr(0, 12);
+  if (!docker->inspect_image(rootfs).ok()) GTEST_SKIP() << "no " << rootfs << " to stand in";
+
+  ImageRecipe recipe = ImageRecipe::embedded();
+  recipe.files["Dockerfile"] += "# base-image variant\n";
+  ImageBuilderOptions options;
+  options.repository = "codeact-itest-base";
+  options.method = BuildMethod::kBaseImage;
+  options.base_image = rootfs;
+  options.progress = [](std::string_view line) {
+    std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+  };
+  ImageBuilder builder(docker, options, recipe);
+  auto report = builder.build(false);
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  EXPECT_EQ(report->method, BuildMethod::kBaseImage);
+  EXPECT_FALSE(report->rootfs_built);
+
+  ContainerSpec spec;
+  spec.image = report->tag;
+  spec.cmd = {"python3", "-c", "import numpy, pandas, matplotlib, cloudpickle, dill; print('ok')"};
+  spec.read_only_rootfs = true;
+  spec.tmpfs = {{"/tmp", "rw,size=64m,mode=1777"}};
+  spec.network_mode = "none";
+  spec.labels = {{"io.codeact.test", "image_builder"}};
+  auto id = docker->create_container(spec);
+  ASSERT_TRUE(id.ok()) << id.error().to_string();
+  ASSERT_TRUE(docker->start_container(*id).ok());
+  auto waited = docker->wait_container(*id, WaitCondition::kNotRunning, std::chrono::seconds(120));
+  auto logs = docker->logs(*id);
+  (void)docker->remove_container(*id, {.force = true});
+  ASSERT_TRUE(waited.ok());
+  EXPECT_EQ(waited->status_code, 0) << (logs.ok() ? logs->stderr_text : "");
+  EXPECT_EQ(logs.ok() ? logs->stdout_text : "", "ok\n");
+  std::fprintf(stderr, "base-image way: %.1f s, %.0f MB\n",
+               static_cast<double>(report->duration.count()) / 1000.0,
+               static_cast<double>(report->size_bytes) / 1e6);
+  (void)docker->remove_image(report->tag, true);
+  (void)docker->remove_image("codeact-itest-base:latest", true);
+}
+
+}  // namespace
+}  // namespace codeact::sandbox
