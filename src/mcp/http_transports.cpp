@@ -107,6 +107,7 @@ class StreamableHttpTransport final : public McpTransport {
     std::string body;
     core::SseParser sse;
     bool answered = false;
+    const bool initializing = message.is_object() && message.value("method", "") == "initialize";
     req.on_body = [&](std::string_view chunk) {
       if (kind == Kind::kUnknown) {
         size_t i = chunk.find_first_not_of(" \t\r\n");
@@ -132,8 +133,9 @@ class StreamableHttpTransport final : public McpTransport {
         if (j.ok() && !wanted.is_null() && is_response_to(*j, wanted)) answered = true;
         deliver_event(config_, handlers_, ev);
       });
-      // The stream may stay open after our answer; we have what we came for.
-      return !answered;
+      // The stream may stay open after our answer; we have what we came for. (Not for
+      // initialize: the session id arrives in the headers, which an aborted transfer loses.)
+      return !(answered && !initializing);
     };
     auto r = http_->send(req);
     if (!r.ok()) {
