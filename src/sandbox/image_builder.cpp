@@ -371,6 +371,7 @@ class BuildLock {
     std::filesystem::create_directories(dir, ec);
     std::string path = dir + "/codeact-image-build.lock";
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // another user's lock file
     if (fd_ < 0) return core::ok_status();  // no lock possible: build unguarded
     bool told = false;
     while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
