@@ -78,6 +78,14 @@ std::vector<Json> json_list(const Json& j) {
   return out;
 }
 
+core::Error no_network_error(const std::string& id, const std::vector<std::string>& packages) {
+  return core::failed_precondition(fmt::format(
+      "cannot install {}: sandbox \"{}\" has no network access, so pip cannot download packages; "
+      "recreate it with network (`codeact sandbox rm {}` then `codeact sandbox start --id {} --network`; "
+      "its state is kept on the volume)",
+      join(packages, ", "), id, id, id));
+}
+
 }  // namespace
 
 // ---- value types --------------------------------------------------------------------------
@@ -366,6 +374,8 @@ Result<SandboxInfo> SandboxManager::start(const SandboxOptions& in) {
   CODEACT_TRY_STATUS(validate_id(options.id));
   for (const auto& p : options.python_packages) CODEACT_TRY_STATUS(validate_python_package(p));
   for (const auto& p : options.system_packages) CODEACT_TRY_STATUS(validate_system_package(p));
+  // Bad limits are refused even when the sandbox exists and is only resumed.
+  CODEACT_TRY_STATUS(container_spec(options, "validate-only"));
   const std::string& id = options.id;
   std::lock_guard lock(lock_for(id));
 
@@ -409,6 +419,9 @@ Result<SandboxInfo> SandboxManager::start(const SandboxOptions& in) {
   }
 
   CODEACT_TRY(Json hello, wait_ready(id));
+  if (!options.python_packages.empty() && !options.network) {
+    return no_network_error(id, options.python_packages).with_context(fmt::format("sandbox \"{}\" started", id));
+  }
   if (!options.python_packages.empty()) {
     CODEACT_TRY(InstallResult ir, [&]() -> Result<InstallResult> {
       auto r = call_with_recovery(id, "install", Json{{"packages", options.python_packages}, {"timeout", 600}},
@@ -744,6 +757,8 @@ Result<InstallResult> SandboxManager::install(const std::string& id, const std::
     return out;
   }
   for (const auto& p : packages) CODEACT_TRY_STATUS(validate_python_package(p));
+  CODEACT_TRY(SandboxInfo current, info(id));
+  if (!current.network) return no_network_error(id, packages);
   CODEACT_TRY(Json r, call_with_recovery(id, "install", Json{{"packages", packages}, {"timeout", 600}},
                                          std::chrono::minutes(11), nullptr));
   out.ok = core::json_string(r, "status") == "ok";
