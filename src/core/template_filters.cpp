@@ -77,7 +77,7 @@ bool json_less(const Json& a, const Json& b) {
 }
 
 Result<int64_t> int_arg(const Value* v, int64_t fallback, const std::string& what, const CallSite& site) {
-  if (v == nullptr || v->undefined) return fallback;
+  if (v == nullptr || v->undefined || v->json.is_null()) return fallback;
   if (v->json.is_number_integer() || v->json.is_number_unsigned()) return v->json.get<int64_t>();
   if (v->json.is_boolean()) return v->json.get<bool>() ? 1 : 0;
   return site.error(what + " must be an integer, got " + type_name(v->json));

@@ -314,6 +314,13 @@ TEST(TemplateTest, PythonStrOfValues) {
   EXPECT_EQ(python_repr(Json("tab\there")), "'tab\\there'");
 }
 
+TEST(TemplateTest, NoneArgumentsMeanTheDefaultAndSetUnpacks) {
+  // jinja2: '{"x": [1]} 21'
+  EXPECT_EQ(*render_template("{{ d | tojson(indent=None) }} {% set a, b = p %}{{ b }}{{ a }}",
+                             Json::parse(R"({"d": {"x": [1]}, "p": [1, 2]})")),
+            "{\"x\": [1]} 21");
+}
+
 TEST(TemplateTest, ContextMustBeAnObject) {
   auto r = render_template("x", Json::array({1}));
   ASSERT_FALSE(r.ok());
