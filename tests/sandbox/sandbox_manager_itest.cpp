@@ -9,6 +9,7 @@
 #include <random>
 
 #include "codeact/sandbox/image_builder.hpp"
+#include "codeact/sandbox/operations.hpp"
 
 using namespace codeact;
 using namespace codeact::sandbox;
@@ -266,6 +267,56 @@ TEST_F(SandboxManagerTest, CleanupAndListTouchOnlyCodeactContainers) {
   EXPECT_TRUE(ours);
   EXPECT_TRUE(docker_->inspect_container(foreign.name).ok());
   (void)docker_->remove_container(foreign.name, {.force = true});
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(SandboxManagerTest, WithPersistenceDisabledStateLivesInMemoryOnly) {
+  SandboxOptions o;
+  o.persistence = false;
+  start(o);
+  auto info = docker_->inspect_container(SandboxManager::container_name(id_));
+  ASSERT_TRUE(info.ok());
+  for (const auto& m : info->raw["Mounts"]) EXPECT_NE(m["Type"], "volume");
+  run("ephemeral = 1");
+  EXPECT_EQ(run("print(ephemeral)").stdout_text, "1\n");
+  ASSERT_TRUE(manager_->restart(id_).ok());
+  EXPECT_EQ(run("print('ephemeral' in globals())").stdout_text, "False\n");
+}
+
+TEST_F(SandboxManagerTest, SeedOperationsDispatchByName) {
+  SandboxOperations ops(std::shared_ptr<SandboxManager>(manager_.get(), [](SandboxManager*) {}));
+  StartContainerArgs sa;
+  sa.container_name = id_;
+  auto started = ops.start_container(sa);
+  ASSERT_TRUE(started.ok()) << started.error().to_string();
+  EXPECT_EQ(*started, id_);
+  auto task = SandboxInputTask::from_json(
+      Json{{"task_name", "execute_python"},
+           {"task_args", {{"kind", "execute_python"}, {"container_id", id_}, {"code", "total = sum(range(5))\nprint(total)"}}}});
+  ASSERT_TRUE(task.ok());
+  auto r = ops.run(*task);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ((*r)["success"], true);
+  EXPECT_EQ((*r)["output"], "10\n");
+  auto vars = ops.list_state_variables({id_});
+  ASSERT_TRUE(vars.ok());
+  EXPECT_EQ((*vars)["total"], "int");
+  auto state = ops.get_python_state({id_});
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ((*state)["total"], 10);
+  ASSERT_TRUE(ops.write_file({id_, "/output/note.txt", "hi"}).ok());
+  auto read = ops.read_file({id_, "/output/note.txt"});
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ((*read)["content"], "hi");
+  auto files = ops.list_files({id_});
+  ASSERT_TRUE(files.ok());
+  EXPECT_EQ((*files)["files"], Json::array({"/output/note.txt"}));
+  auto wrong = ops.run(SandboxInputTask{SandboxTaskType::kReadStateVariable, SandboxTaskArgs(SandboxBaseArgs{id_}), nullptr});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().code(), core::Code::kInvalidArgument);
 }
 
 }  // namespace

@@ -1,0 +1,101 @@
+// What the sandbox manager decides before it touches Docker: ids, sizes, package names, and the
+// volume it asks for under the seed's VOLUME_DRIVER / NFS_SERVER / NFS_PATH settings.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "codeact/sandbox/operations.hpp"
+#include "codeact/sandbox/sandbox_manager.hpp"
+
+using namespace codeact;
+using namespace codeact::sandbox;
+
+namespace {
+SandboxManager manager_with_env(std::map<std::string, std::string> env) {
+  auto docker = DockerClient::create();
+  SandboxManagerOptions o;
+  o.data_dir = "/tmp/codeact-options-test";
+  o.env = [env](const std::string& k) -> std::optional<std::string> {
+    auto it = env.find(k);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  return SandboxManager(*docker, o);
+}
+}  // namespace
+
+TEST(SandboxOptions, IdsAreValidatedWithAMessageSayingWhatIsAllowed) {
+  EXPECT_TRUE(SandboxManager::validate_id("chat-42_a.b").ok());
+  for (const std::string& bad : std::vector<std::string>{"", "-x", "a b", "a/b", "../x", std::string(64, 'a')}) {
+    auto s = SandboxManager::validate_id(bad);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.error().code(), core::Code::kInvalidArgument);
+    EXPECT_NE(s.error().message().find("letters, digits"), std::string::npos);
+  }
+}
+
+TEST(SandboxOptions, SizesParseLikeDocker) {
+  EXPECT_EQ(*parse_size("512m"), 512LL << 20);
+  EXPECT_EQ(*parse_size("2g"), 2LL << 30);
+  EXPECT_EQ(*parse_size("1.5G"), 3LL << 29);
+  EXPECT_EQ(*parse_size("64k"), 64LL << 10);
+  EXPECT_EQ(*parse_size("100"), 100);
+  EXPECT_FALSE(parse_size("lots").ok());
+  EXPECT_FALSE(parse_size("-1m").ok());
+}
+
+TEST(SandboxOptions, PackageNamesAcceptVersionsAndExtrasButNoShell) {
+  for (const std::string ok : {"numpy", "pandas==2.2.0", "uvicorn[standard]>=0.30", "a.b-c_d", "x>=1,<2"}) {
+    EXPECT_TRUE(SandboxManager::validate_python_package(ok).ok()) << ok;
+  }
+  for (const std::string bad : {"numpy; rm -rf /", "$(id)", "`id`", "a b", "a|b", "-e .", "--index-url=x", "a&&b"}) {
+    EXPECT_FALSE(SandboxManager::validate_python_package(bad).ok()) << bad;
+  }
+  EXPECT_TRUE(SandboxManager::validate_system_package("libgomp1").ok());
+  EXPECT_TRUE(SandboxManager::validate_system_package("g++").ok());
+  EXPECT_FALSE(SandboxManager::validate_system_package("curl;id").ok());
+  EXPECT_FALSE(SandboxManager::validate_system_package("Curl").ok());
+}
+
+TEST(SandboxOptions, VolumesAreLocalByDefaultAndNfsWhenAsked) {
+  auto local = manager_with_env({}).volume_spec("abc");
+  EXPECT_EQ(local.name, "workflow-abc");
+  EXPECT_EQ(local.driver, "local");
+  EXPECT_TRUE(local.driver_opts.empty());
+  EXPECT_EQ(local.labels.at("io.codeact.sandbox"), "1");
+  EXPECT_EQ(local.labels.at("io.codeact.sandbox.id"), "abc");
+
+  auto nfs = manager_with_env({{"VOLUME_DRIVER", "nfs"}, {"NFS_SERVER", "nfs.example"}, {"NFS_PATH", "/exports/wf"}})
+                 .volume_spec("abc");
+  EXPECT_EQ(nfs.driver, "local");
+  EXPECT_EQ(nfs.driver_opts.at("type"), "nfs");
+  EXPECT_EQ(nfs.driver_opts.at("o"), "addr=nfs.example,rw,nfsvers=4");
+  EXPECT_EQ(nfs.driver_opts.at("device"), ":/exports/wf");
+}
+
+TEST(SandboxOperations, TheSeedsSixteenTaskNamesAndArgumentKinds) {
+  auto names = list_tasks();
+  ASSERT_EQ(names.size(), 16u);
+  EXPECT_EQ(names.front(), "start_container");
+  EXPECT_EQ(names.back(), "cleanup_containers");
+  for (const auto& n : names) EXPECT_EQ(task_name(*parse_task_type(n)), n);
+
+  auto task = SandboxInputTask::from_json(core::Json{
+      {"task_name", "execute_python"},
+      {"task_args", {{"kind", "execute_python"}, {"container_id", "s1"}, {"code", "x = 1"}, {"persist_state", false}}}});
+  ASSERT_TRUE(task.ok()) << task.error().to_string();
+  const auto& args = std::get<ExecutePythonArgs>(*task->task_args);
+  EXPECT_EQ(args.container_id, "s1");
+  EXPECT_EQ(args.code, "x = 1");
+  EXPECT_FALSE(args.persist_state);
+  auto round = SandboxInputTask::from_json(task->to_json());
+  ASSERT_TRUE(round.ok());
+  EXPECT_EQ(std::get<ExecutePythonArgs>(*round->task_args).code, "x = 1");
+
+  auto missing = parse_task_args(core::Json{{"kind", "read_variable"}, {"container_id", "s1"}});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("variable_name"), std::string::npos);
+  auto unknown = SandboxInputTask::from_json(core::Json{{"task_name", "format_disk"}});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message().find("execute_python"), std::string::npos);
+}
