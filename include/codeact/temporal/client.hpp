@@ -1,0 +1,119 @@
+// temporal::Client: talks to a Temporal frontend (WorkflowService over gRPC) for one namespace.
+//
+// Connect plain or with TLS, optionally with an API key (sent as `authorization: Bearer`).
+// Start, signal, signal-with-start, query, cancel, terminate and describe workflows, read their
+// result by long-polling history (following continue-as-new), and fetch full histories.
+// A Client is thread-safe and cheap to share (it holds one gRPC channel); Workers use one too.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "codeact/core/result.hpp"
+#include "codeact/temporal/failure.hpp"
+#include "codeact/temporal/payload.hpp"
+
+namespace codeact::temporal {
+
+namespace internal {
+class ServiceConnection;
+}
+
+struct ClientOptions {
+  std::string address = "127.0.0.1:7233";  // host:port
+  std::string ns = "default";               // the Temporal namespace
+  bool tls = false;
+  std::string tls_root_certs_pem;           // "" = system roots (with tls)
+  std::string tls_server_name;              // "" = host of `address`
+  std::string api_key;                      // "" = none
+  std::string identity;                     // "" = "<pid>@<hostname>"
+  // Deadline of ordinary (non long-poll) calls.
+  std::chrono::milliseconds rpc_timeout{std::chrono::seconds(10)};
+};
+
+enum class IdReusePolicy { kUnspecified, kAllowDuplicate, kAllowDuplicateFailedOnly, kRejectDuplicate, kTerminateIfRunning };
+enum class IdConflictPolicy { kUnspecified, kFail, kUseExisting, kTerminateExisting };
+
+struct StartWorkflowOptions {
+  std::string id;                  // REQUIRES: non-empty
+  std::string task_queue;          // REQUIRES: non-empty
+  IdReusePolicy id_reuse_policy = IdReusePolicy::kUnspecified;
+  IdConflictPolicy id_conflict_policy = IdConflictPolicy::kUnspecified;
+  std::chrono::milliseconds execution_timeout{0};  // 0 = unlimited
+  std::chrono::milliseconds run_timeout{0};        // 0 = unlimited
+  std::chrono::milliseconds task_timeout{0};       // 0 = server default (10s)
+};
+
+struct WorkflowRun {
+  std::string workflow_id;
+  std::string run_id;
+  bool started = true;  // false when an existing run was used (kUseExisting)
+};
+
+struct WorkflowDescription {
+  std::string workflow_id;
+  std::string run_id;
+  std::string workflow_type;
+  std::string task_queue;
+  std::string status;  // "Running", "Completed", "Failed", "Canceled", "Terminated", "ContinuedAsNew", "TimedOut"
+  int64_t history_length = 0;
+  int pending_activities = 0;
+};
+
+// A workflow's event history, kept as the serialized temporal.api.history.v1.History message.
+struct History {
+  std::string workflow_id;
+  std::string run_id;
+  std::string serialized;
+  // The proto3 JSON form ({"events": [...]}) as tctl / the UI export it.
+  Json to_json() const;
+  static core::Result<History> from_json(const Json& json);
+  size_t event_count() const;
+};
+
+class Client {
+ public:
+  // Creates the channel; with `wait_ready` (> 0) waits that long for the server to answer.
+  // Unavailable if it does not.
+  static core::Result<Client> connect(ClientOptions options,
+                                      std::chrono::milliseconds wait_ready = std::chrono::seconds(5));
+
+  const ClientOptions& options() const;
+
+  core::Result<WorkflowRun> start_workflow(const std::string& workflow_type, const Args& args,
+                                           const StartWorkflowOptions& options);
+  // Signals a running workflow ("" run_id = the latest run).
+  core::Status signal_workflow(const std::string& workflow_id, const std::string& run_id,
+                               const std::string& signal, const Args& args = {});
+  core::Result<WorkflowRun> signal_with_start(const std::string& workflow_type, const Args& args,
+                                              const StartWorkflowOptions& options,
+                                              const std::string& signal, const Args& signal_args = {});
+  // Runs a query handler. FailedPrecondition when the workflow rejects or fails the query.
+  core::Result<Json> query_workflow(const std::string& workflow_id, const std::string& run_id,
+                                    const std::string& query, const Args& args = {});
+  core::Status cancel_workflow(const std::string& workflow_id, const std::string& run_id = "",
+                               const std::string& reason = "");
+  core::Status terminate_workflow(const std::string& workflow_id, const std::string& run_id = "",
+                                  const std::string& reason = "");
+  core::Result<WorkflowDescription> describe_workflow(const std::string& workflow_id,
+                                                      const std::string& run_id = "");
+  // Waits for the run to close and returns its result (the first payload; null if none).
+  // A failed, cancelled, terminated or timed-out run gives the Failure (kApplication/kCanceled/
+  // kTerminated/kTimeout) with the server's message; continue-as-new is followed when
+  // `follow_runs`. A transport error gives a Failure of kind kRpc. `timeout` 0 = no limit.
+  Outcome<Json> get_result(const std::string& workflow_id, const std::string& run_id = "",
+                           std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
+                           bool follow_runs = true);
+  core::Result<History> fetch_history(const std::string& workflow_id, const std::string& run_id = "");
+
+  // For Worker: the shared connection.
+  std::shared_ptr<internal::ServiceConnection> connection() const { return conn_; }
+
+ private:
+  explicit Client(std::shared_ptr<internal::ServiceConnection> conn) : conn_(std::move(conn)) {}
+  std::shared_ptr<internal::ServiceConnection> conn_;
+};
+
+}  // namespace codeact::temporal

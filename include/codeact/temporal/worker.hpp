@@ -1,0 +1,72 @@
+// temporal::Worker: hosts workflows and activities for one task queue.
+//
+// Register functions by name, then start(): poller threads long-poll the workflow and activity
+// task queues (and this worker's sticky queue); a run's state is cached between workflow tasks
+// and fed only the new events, and a run not in the cache (a new worker, a restart, an
+// eviction) is rebuilt by replaying its full history through the deterministic executor (see
+// workflow.hpp). Activities run on their own threads, at most
+// max_concurrent_activities at a time. shutdown() stops polling, lets in-flight tasks finish
+// within the deadline, then cancels the activities still running and waits for them.
+// Register before start(); start/shutdown from one thread; the destructor shuts down.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "codeact/core/result.hpp"
+#include "codeact/temporal/activity.hpp"
+#include "codeact/temporal/client.hpp"
+#include "codeact/temporal/workflow.hpp"
+
+namespace codeact::temporal {
+
+struct WorkerOptions {
+  std::string task_queue;               // REQUIRED
+  int workflow_task_pollers = 2;        // also the number of workflow tasks processed at once
+  int activity_task_pollers = 2;
+  int max_concurrent_activities = 16;
+  // Runs kept in memory between workflow tasks (served through a sticky queue, so the server
+  // sends only new events). 0 = none: every task replays the run's full history.
+  int max_cached_workflows = 500;
+  std::string identity;                 // "" = the client's identity
+};
+
+class Worker {
+ public:
+  Worker(Client client, WorkerOptions options);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void register_workflow(const std::string& name, WorkflowFunction fn);
+  void register_activity(const std::string& name, ActivityFunction fn);
+
+  // Starts the pollers. InvalidArgument without a task queue or registrations.
+  core::Status start();
+  // Blocks until shutdown() is called (from another thread or a signal handler thread).
+  void wait();
+  // Graceful stop: no new polls; in-flight tasks get until `deadline` to finish.
+  void shutdown(std::chrono::milliseconds deadline = std::chrono::seconds(10));
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;  // shared with activity threads
+};
+
+// Replays histories against registered workflow code, without a server: the way to check that
+// changed workflow code still matches the runs it must resume.
+class Replayer {
+ public:
+  void register_workflow(const std::string& name, WorkflowFunction fn);
+  // OK when the code reproduces the history's commands; FailedPrecondition with a message
+  // naming the mismatching command and event ("nondeterminism: ...") otherwise.
+  core::Status replay(const History& history) const;
+
+ private:
+  std::map<std::string, WorkflowFunction> workflows_;
+};
+
+}  // namespace codeact::temporal

@@ -1,0 +1,336 @@
+#include "codeact/temporal/client.hpp"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <random>
+#include <thread>
+
+#include "codec.hpp"
+#include "ids.hpp"
+#include "service_connection.hpp"
+#include "temporal/api/history/v1/message.pb.h"
+
+namespace codeact::temporal {
+
+using internal::wsv1::WorkflowService;
+namespace enumsv1 = ::temporal::api::enums::v1;
+namespace historyv1 = ::temporal::api::history::v1;
+
+namespace {
+
+enumsv1::WorkflowIdReusePolicy to_proto(IdReusePolicy p) {
+  switch (p) {
+    case IdReusePolicy::kAllowDuplicate: return enumsv1::WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE;
+    case IdReusePolicy::kAllowDuplicateFailedOnly: return enumsv1::WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY;
+    case IdReusePolicy::kRejectDuplicate: return enumsv1::WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE;
+    // The server deprecated TERMINATE_IF_RUNNING for ALLOW_DUPLICATE + TERMINATE_EXISTING (fill_start).
+    case IdReusePolicy::kTerminateIfRunning: return enumsv1::WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE;
+    case IdReusePolicy::kUnspecified: break;
+  }
+  return enumsv1::WORKFLOW_ID_REUSE_POLICY_UNSPECIFIED;
+}
+
+enumsv1::WorkflowIdConflictPolicy to_proto(IdConflictPolicy p) {
+  switch (p) {
+    case IdConflictPolicy::kFail: return enumsv1::WORKFLOW_ID_CONFLICT_POLICY_FAIL;
+    case IdConflictPolicy::kUseExisting: return enumsv1::WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING;
+    case IdConflictPolicy::kTerminateExisting: return enumsv1::WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING;
+    case IdConflictPolicy::kUnspecified: break;
+  }
+  return enumsv1::WORKFLOW_ID_CONFLICT_POLICY_UNSPECIFIED;
+}
+
+std::string status_name(enumsv1::WorkflowExecutionStatus s) {
+  switch (s) {
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_RUNNING: return "Running";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_COMPLETED: return "Completed";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_FAILED: return "Failed";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_CANCELED: return "Canceled";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_TERMINATED: return "Terminated";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW: return "ContinuedAsNew";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_TIMED_OUT: return "TimedOut";
+    default: return "Unspecified";
+  }
+}
+
+// Fills the fields StartWorkflowExecutionRequest and SignalWithStartWorkflowExecutionRequest share.
+template <typename Req>
+core::Status fill_start(Req& req, const internal::ServiceConnection& conn, const std::string& type,
+                        const Args& args, const StartWorkflowOptions& o) {
+  if (o.id.empty()) return core::invalid_argument("start workflow '" + type + "': empty workflow id");
+  if (o.task_queue.empty())
+    return core::invalid_argument("start workflow '" + type + "' (id " + o.id + "): empty task queue");
+  req.set_namespace_(conn.ns());
+  req.set_workflow_id(o.id);
+  req.mutable_workflow_type()->set_name(type);
+  req.mutable_task_queue()->set_name(o.task_queue);
+  req.mutable_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_NORMAL);
+  if (!args.empty()) internal::encode_payloads(args, req.mutable_input());
+  if (o.execution_timeout.count() > 0) internal::set_duration(o.execution_timeout, req.mutable_workflow_execution_timeout());
+  if (o.run_timeout.count() > 0) internal::set_duration(o.run_timeout, req.mutable_workflow_run_timeout());
+  if (o.task_timeout.count() > 0) internal::set_duration(o.task_timeout, req.mutable_workflow_task_timeout());
+  req.set_identity(conn.identity());
+  req.set_request_id(internal::random_uuid());
+  req.set_workflow_id_reuse_policy(to_proto(o.id_reuse_policy));
+  req.set_workflow_id_conflict_policy(o.id_reuse_policy == IdReusePolicy::kTerminateIfRunning
+                                          ? enumsv1::WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING
+                                          : to_proto(o.id_conflict_policy));
+  return core::ok_status();
+}
+
+}  // namespace
+
+core::Result<Client> Client::connect(ClientOptions options, std::chrono::milliseconds wait_ready) {
+  std::string address = options.address;
+  CODEACT_TRY(auto conn, internal::ServiceConnection::create(std::move(options)));
+  if (wait_ready.count() > 0) {
+    auto deadline = std::chrono::steady_clock::now() + wait_ready;
+    for (;;) {
+      internal::wsv1::GetSystemInfoRequest req;
+      auto r = conn->call(&WorkflowService::Stub::GetSystemInfo, req, "GetSystemInfo",
+                          std::chrono::milliseconds(2000));
+      if (r.ok()) break;
+      if (std::chrono::steady_clock::now() >= deadline)
+        return core::unavailable("temporal server at " + address + " did not answer within " +
+                                 std::to_string(wait_ready.count()) + " ms: " + r.error().message());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  return Client(std::move(conn));
+}
+
+const ClientOptions& Client::options() const { return conn_->options(); }
+
+core::Result<WorkflowRun> Client::start_workflow(const std::string& workflow_type, const Args& args,
+                                                 const StartWorkflowOptions& options) {
+  internal::wsv1::StartWorkflowExecutionRequest req;
+  CODEACT_TRY_STATUS(fill_start(req, *conn_, workflow_type, args, options));
+  CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::StartWorkflowExecution, req,
+                                     "start workflow '" + workflow_type + "' id " + options.id));
+  return WorkflowRun{options.id, resp.run_id(), resp.started()};
+}
+
+core::Status Client::signal_workflow(const std::string& workflow_id, const std::string& run_id,
+                                     const std::string& signal, const Args& args) {
+  internal::wsv1::SignalWorkflowExecutionRequest req;
+  req.set_namespace_(conn_->ns());
+  req.mutable_workflow_execution()->set_workflow_id(workflow_id);
+  req.mutable_workflow_execution()->set_run_id(run_id);
+  req.set_signal_name(signal);
+  if (!args.empty()) internal::encode_payloads(args, req.mutable_input());
+  req.set_identity(conn_->identity());
+  req.set_request_id(internal::random_uuid());
+  CODEACT_TRY_STATUS(conn_->call(&WorkflowService::Stub::SignalWorkflowExecution, req,
+                                 "signal '" + signal + "' to workflow " + workflow_id));
+  return core::ok_status();
+}
+
+core::Result<WorkflowRun> Client::signal_with_start(const std::string& workflow_type, const Args& args,
+                                                    const StartWorkflowOptions& options,
+                                                    const std::string& signal, const Args& signal_args) {
+  internal::wsv1::SignalWithStartWorkflowExecutionRequest req;
+  CODEACT_TRY_STATUS(fill_start(req, *conn_, workflow_type, args, options));
+  req.set_signal_name(signal);
+  if (!signal_args.empty()) internal::encode_payloads(signal_args, req.mutable_signal_input());
+  CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::SignalWithStartWorkflowExecution, req,
+                                     "signal-with-start workflow '" + workflow_type + "' id " + options.id));
+  return WorkflowRun{options.id, resp.run_id(), resp.started()};
+}
+
+core::Result<Json> Client::query_workflow(const std::string& workflow_id, const std::string& run_id,
+                                          const std::string& query, const Args& args) {
+  internal::wsv1::QueryWorkflowRequest req;
+  req.set_namespace_(conn_->ns());
+  req.mutable_execution()->set_workflow_id(workflow_id);
+  req.mutable_execution()->set_run_id(run_id);
+  req.mutable_query()->set_query_type(query);
+  if (!args.empty()) internal::encode_payloads(args, req.mutable_query()->mutable_query_args());
+  std::string what = "query '" + query + "' on workflow " + workflow_id;
+  CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::QueryWorkflow, req, what,
+                                     std::max(conn_->options().rpc_timeout, std::chrono::milliseconds(30000))));
+  if (resp.has_query_rejected())
+    return core::failed_precondition(what + ": rejected (workflow status " +
+                                     status_name(resp.query_rejected().status()) + ")");
+  Args out = internal::decode_payloads(resp.query_result());
+  return out.empty() ? Json(nullptr) : std::move(out[0]);
+}
+
+core::Status Client::cancel_workflow(const std::string& workflow_id, const std::string& run_id,
+                                     const std::string& reason) {
+  internal::wsv1::RequestCancelWorkflowExecutionRequest req;
+  req.set_namespace_(conn_->ns());
+  req.mutable_workflow_execution()->set_workflow_id(workflow_id);
+  req.mutable_workflow_execution()->set_run_id(run_id);
+  req.set_identity(conn_->identity());
+  req.set_request_id(internal::random_uuid());
+  req.set_reason(reason);
+  CODEACT_TRY_STATUS(conn_->call(&WorkflowService::Stub::RequestCancelWorkflowExecution, req,
+                                 "cancel workflow " + workflow_id));
+  return core::ok_status();
+}
+
+core::Status Client::terminate_workflow(const std::string& workflow_id, const std::string& run_id,
+                                        const std::string& reason) {
+  internal::wsv1::TerminateWorkflowExecutionRequest req;
+  req.set_namespace_(conn_->ns());
+  req.mutable_workflow_execution()->set_workflow_id(workflow_id);
+  req.mutable_workflow_execution()->set_run_id(run_id);
+  req.set_identity(conn_->identity());
+  req.set_reason(reason);
+  CODEACT_TRY_STATUS(conn_->call(&WorkflowService::Stub::TerminateWorkflowExecution, req,
+                                 "terminate workflow " + workflow_id));
+  return core::ok_status();
+}
+
+core::Result<WorkflowDescription> Client::describe_workflow(const std::string& workflow_id,
+                                                            const std::string& run_id) {
+  internal::wsv1::DescribeWorkflowExecutionRequest req;
+  req.set_namespace_(conn_->ns());
+  req.mutable_execution()->set_workflow_id(workflow_id);
+  req.mutable_execution()->set_run_id(run_id);
+  CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::DescribeWorkflowExecution, req,
+                                     "describe workflow " + workflow_id));
+  const auto& info = resp.workflow_execution_info();
+  WorkflowDescription d;
+  d.workflow_id = info.execution().workflow_id();
+  d.run_id = info.execution().run_id();
+  d.workflow_type = info.type().name();
+  d.task_queue = info.task_queue();
+  d.status = status_name(info.status());
+  d.history_length = info.history_length();
+  d.pending_activities = resp.pending_activities_size();
+  return d;
+}
+
+Outcome<Json> Client::get_result(const std::string& workflow_id, const std::string& run_id,
+                                 std::chrono::milliseconds timeout, bool follow_runs) {
+  auto deadline = timeout.count() > 0 ? std::chrono::steady_clock::now() + timeout
+                                      : std::chrono::steady_clock::time_point::max();
+  std::string run = run_id;
+  std::string page_token;
+  for (;;) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline)
+      return Failure::rpc(core::deadline_exceeded("result of workflow " + workflow_id + ": not closed within " +
+                                                  std::to_string(timeout.count()) + " ms"));
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    auto call_timeout = std::min<std::chrono::milliseconds>(left, std::chrono::seconds(65));
+    internal::wsv1::GetWorkflowExecutionHistoryRequest req;
+    req.set_namespace_(conn_->ns());
+    req.mutable_execution()->set_workflow_id(workflow_id);
+    req.mutable_execution()->set_run_id(run);
+    req.set_wait_new_event(true);
+    req.set_history_event_filter_type(enumsv1::HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT);
+    req.set_next_page_token(page_token);
+    auto resp = conn_->call(&WorkflowService::Stub::GetWorkflowExecutionHistory, req,
+                            "result of workflow " + workflow_id, call_timeout);
+    if (!resp.ok()) {
+      if (resp.error().code() == core::Code::kDeadlineExceeded) continue;  // long poll expired
+      return Failure::rpc(resp.error());
+    }
+    if (resp->history().events_size() == 0) {
+      page_token = resp->next_page_token();
+      continue;
+    }
+    page_token.clear();
+    const historyv1::HistoryEvent& ev = resp->history().events(resp->history().events_size() - 1);
+    std::string next_run;
+    if (ev.has_workflow_execution_completed_event_attributes()) {
+      const auto& a = ev.workflow_execution_completed_event_attributes();
+      next_run = a.new_execution_run_id();
+      if (next_run.empty() || !follow_runs) {
+        Args out = internal::decode_payloads(a.result());
+        return out.empty() ? Json(nullptr) : std::move(out[0]);
+      }
+    } else if (ev.has_workflow_execution_failed_event_attributes()) {
+      const auto& a = ev.workflow_execution_failed_event_attributes();
+      next_run = a.new_execution_run_id();
+      if (next_run.empty() || !follow_runs) return internal::decode_failure(a.failure());
+    } else if (ev.has_workflow_execution_timed_out_event_attributes()) {
+      next_run = ev.workflow_execution_timed_out_event_attributes().new_execution_run_id();
+      if (next_run.empty() || !follow_runs) {
+        Failure f;
+        f.kind = FailureKind::kTimeout;
+        f.code = core::Code::kDeadlineExceeded;
+        f.timeout_type = "StartToClose";
+        f.message = "workflow " + workflow_id + " timed out";
+        return f;
+      }
+    } else if (ev.has_workflow_execution_canceled_event_attributes()) {
+      Failure f;
+      f.kind = FailureKind::kCanceled;
+      f.code = core::Code::kCancelled;
+      f.message = "workflow " + workflow_id + " was cancelled";
+      return f;
+    } else if (ev.has_workflow_execution_terminated_event_attributes()) {
+      Failure f;
+      f.kind = FailureKind::kTerminated;
+      f.code = core::Code::kAborted;
+      f.message = "workflow " + workflow_id + " was terminated: " +
+                  ev.workflow_execution_terminated_event_attributes().reason();
+      return f;
+    } else if (ev.has_workflow_execution_continued_as_new_event_attributes()) {
+      next_run = ev.workflow_execution_continued_as_new_event_attributes().new_execution_run_id();
+      if (!follow_runs) {
+        Failure f;
+        f.kind = FailureKind::kOther;
+        f.message = "workflow " + workflow_id + " continued as new as run " + next_run;
+        return f;
+      }
+    } else {
+      continue;
+    }
+    run = next_run;
+  }
+}
+
+core::Result<History> Client::fetch_history(const std::string& workflow_id, const std::string& run_id) {
+  historyv1::History all;
+  std::string token;
+  std::string run = run_id;
+  do {
+    internal::wsv1::GetWorkflowExecutionHistoryRequest req;
+    req.set_namespace_(conn_->ns());
+    req.mutable_execution()->set_workflow_id(workflow_id);
+    req.mutable_execution()->set_run_id(run_id);
+    req.set_next_page_token(token);
+    CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::GetWorkflowExecutionHistory, req,
+                                       "history of workflow " + workflow_id));
+    for (auto& e : *resp.mutable_history()->mutable_events()) *all.add_events() = std::move(e);
+    token = resp.next_page_token();
+  } while (!token.empty());
+  History h;
+  h.workflow_id = workflow_id;
+  h.run_id = run;
+  all.SerializeToString(&h.serialized);
+  return h;
+}
+
+Json History::to_json() const {
+  historyv1::History h;
+  h.ParseFromString(serialized);
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  (void)google::protobuf::util::MessageToJsonString(h, &out, opts);
+  auto parsed = core::parse_json(out, "history");
+  return parsed.ok() ? std::move(parsed).value() : Json::object();
+}
+
+core::Result<History> History::from_json(const Json& json) {
+  historyv1::History h;
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  auto st = google::protobuf::util::JsonStringToMessage(core::dump_json(json), &h, opts);
+  if (!st.ok()) return core::invalid_argument("history JSON: " + std::string(st.message()));
+  History out;
+  h.SerializeToString(&out.serialized);
+  return out;
+}
+
+size_t History::event_count() const {
+  historyv1::History h;
+  h.ParseFromString(serialized);
+  return static_cast<size_t>(h.events_size());
+}
+
+}  // namespace codeact::temporal

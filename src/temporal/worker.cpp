@@ -1,0 +1,517 @@
+#include "codeact/temporal/worker.hpp"
+
+#include <condition_variable>
+#include <list>
+#include <set>
+#include <thread>
+
+#include "codeact/core/log.hpp"
+#include "codec.hpp"
+#include "ids.hpp"
+#include "service_connection.hpp"
+#include "workflow_state.hpp"
+
+namespace codeact::temporal {
+
+using internal::wsv1::WorkflowService;
+namespace enumsv1 = ::temporal::api::enums::v1;
+namespace historyv1 = ::temporal::api::history::v1;
+
+struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
+  Impl(Client c, WorkerOptions o) : client(std::move(c)), conn(client.connection()), options(std::move(o)) {}
+
+  Client client;
+  std::shared_ptr<internal::ServiceConnection> conn;
+  WorkerOptions options;
+  std::map<std::string, WorkflowFunction> workflows;
+  std::map<std::string, ActivityFunction> activities;
+  std::string identity;
+
+  std::atomic<bool> stopping{false};
+  std::vector<std::thread> pollers;
+  // This worker's sticky queue: the server sends the next workflow tasks of a run this worker
+  // has cached there, with only the new events.
+  std::string sticky_queue;
+  // Unique per Worker; lets ShutdownWorker end this worker's outstanding polls server-side.
+  std::string instance_key;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::set<grpc::ClientContext*> polls;                       // GUARDED_BY(mu)
+  std::set<std::shared_ptr<ActivityContext>> running;         // GUARDED_BY(mu)
+  int activity_slots = 0;                                     // GUARDED_BY(mu)
+  int inflight_activities = 0;                                // GUARDED_BY(mu)
+  bool started = false;                                       // GUARDED_BY(mu)
+  bool stopped = false;                                       // GUARDED_BY(mu)
+  // Runs whose state is cached (by run id), and their order of use for eviction.
+  std::map<std::string, std::unique_ptr<internal::WorkflowState>> cache;  // GUARDED_BY(mu)
+  std::list<std::string> cache_order;                                     // GUARDED_BY(mu)
+
+  std::unique_ptr<internal::WorkflowState> take_cached(const std::string& run_id) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(run_id);
+    if (it == cache.end()) return nullptr;
+    auto state = std::move(it->second);
+    cache.erase(it);
+    cache_order.remove(run_id);
+    return state;
+  }
+  void put_cached(const std::string& run_id, std::unique_ptr<internal::WorkflowState> state) {
+    std::lock_guard<std::mutex> lock(mu);
+    cache[run_id] = std::move(state);
+    cache_order.push_back(run_id);
+    while (static_cast<int>(cache.size()) > std::max(0, options.max_cached_workflows)) {
+      cache.erase(cache_order.front());
+      cache_order.pop_front();
+    }
+  }
+  core::Result<historyv1::History> full_history(const ::temporal::api::common::v1::WorkflowExecution& execution);
+
+  // Registers a poll's context so shutdown can cancel it; false when stopping.
+  bool begin_poll(grpc::ClientContext* ctx) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping) return false;
+    polls.insert(ctx);
+    return true;
+  }
+  void end_poll(grpc::ClientContext* ctx) {
+    std::lock_guard<std::mutex> lock(mu);
+    polls.erase(ctx);
+    cv.notify_all();
+  }
+  void backoff() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(1), [&] { return stopping.load(); });
+  }
+
+  void workflow_poller(bool sticky);
+  void activity_poller();
+  void process_workflow_task(internal::wsv1::PollWorkflowTaskQueueResponse& task);
+  void run_activity(const internal::wsv1::PollActivityTaskQueueResponse& task);
+};
+
+namespace {
+constexpr std::chrono::milliseconds kPollTimeout{std::chrono::seconds(70)};
+}
+
+void Worker::Impl::workflow_poller(bool sticky) {
+  while (!stopping) {
+    grpc::ClientContext ctx;
+    if (!begin_poll(&ctx)) break;
+    internal::wsv1::PollWorkflowTaskQueueRequest req;
+    req.set_namespace_(conn->ns());
+    if (sticky) {
+      req.mutable_task_queue()->set_name(sticky_queue);
+      req.mutable_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_STICKY);
+      req.mutable_task_queue()->set_normal_name(options.task_queue);
+    } else {
+      req.mutable_task_queue()->set_name(options.task_queue);
+      req.mutable_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_NORMAL);
+    }
+    req.set_identity(identity);
+    req.set_worker_instance_key(instance_key);
+    auto r = conn->call(&WorkflowService::Stub::PollWorkflowTaskQueue, req, "poll workflow task queue '" +
+                        options.task_queue + "'", kPollTimeout, &ctx);
+    end_poll(&ctx);
+    if (!r.ok()) {
+      if (stopping) break;
+      if (r.error().code() == core::Code::kDeadlineExceeded) continue;
+      core::log().warn("temporal worker: {}", r.error().to_string());
+      backoff();
+      continue;
+    }
+    if (r->task_token().empty()) continue;
+    process_workflow_task(*r);
+  }
+}
+
+core::Result<historyv1::History> Worker::Impl::full_history(
+    const ::temporal::api::common::v1::WorkflowExecution& execution) {
+  historyv1::History history;
+  std::string token;
+  do {
+    internal::wsv1::GetWorkflowExecutionHistoryRequest req;
+    req.set_namespace_(conn->ns());
+    *req.mutable_execution() = execution;
+    req.set_next_page_token(token);
+    CODEACT_TRY(auto page, conn->call(&WorkflowService::Stub::GetWorkflowExecutionHistory, req,
+                                      "history of workflow " + execution.workflow_id()));
+    for (auto& e : *page.mutable_history()->mutable_events()) *history.add_events() = std::move(e);
+    token = page.next_page_token();
+  } while (!token.empty());
+  return history;
+}
+
+void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueResponse& task) {
+  const std::string wid = task.workflow_execution().workflow_id();
+  const std::string run_id = task.workflow_execution().run_id();
+  const std::string type = task.workflow_type().name();
+  historyv1::History history = std::move(*task.mutable_history());
+  std::string token = task.next_page_token();
+  while (!token.empty()) {
+    internal::wsv1::GetWorkflowExecutionHistoryRequest req;
+    req.set_namespace_(conn->ns());
+    *req.mutable_execution() = task.workflow_execution();
+    req.set_next_page_token(token);
+    auto page = conn->call(&WorkflowService::Stub::GetWorkflowExecutionHistory, req,
+                           "history page of workflow " + wid);
+    if (!page.ok()) {
+      core::log().warn("temporal worker: {}; the workflow task will time out and be retried",
+                       page.error().to_string());
+      return;
+    }
+    for (auto& e : *page->mutable_history()->mutable_events()) *history.add_events() = std::move(e);
+    token = page->next_page_token();
+  }
+  const bool from_start = history.events_size() > 0 && history.events(0).event_id() == 1;
+
+  auto respond_failed = [&](enumsv1::WorkflowTaskFailedCause cause, const std::string& message) {
+    core::log().warn("temporal worker: workflow task of {} ({}) failed: {}", wid, type, message);
+    internal::wsv1::RespondWorkflowTaskFailedRequest req;
+    req.set_namespace_(conn->ns());
+    req.set_task_token(task.task_token());
+    req.set_cause(cause);
+    req.set_identity(identity);
+    internal::encode_failure(Failure::application("WorkflowTaskFailure", message), req.mutable_failure());
+    auto r = conn->call(&WorkflowService::Stub::RespondWorkflowTaskFailed, req, "fail workflow task of " + wid);
+    if (!r.ok()) core::log().warn("temporal worker: {}", r.error().to_string());
+  };
+  auto respond_query = [&](const core::Result<Json>& answer) {
+    internal::wsv1::RespondQueryTaskCompletedRequest req;
+    req.set_namespace_(conn->ns());
+    req.set_task_token(task.task_token());
+    if (answer.ok()) {
+      req.set_completed_type(enumsv1::QUERY_RESULT_TYPE_ANSWERED);
+      internal::encode_payloads(Args{answer.value()}, req.mutable_query_result());
+    } else {
+      req.set_completed_type(enumsv1::QUERY_RESULT_TYPE_FAILED);
+      req.set_error_message(answer.error().message());
+      internal::encode_failure(Failure::from_error(answer.error()), req.mutable_failure());
+    }
+    auto r = conn->call(&WorkflowService::Stub::RespondQueryTaskCompleted, req, "answer query on " + wid);
+    if (!r.ok()) core::log().warn("temporal worker: {}", r.error().to_string());
+  };
+
+  auto fn = workflows.find(type);
+  if (fn == workflows.end()) {
+    std::string msg = "workflow type '" + type + "' is not registered on task queue '" + options.task_queue + "'";
+    if (task.has_query()) {
+      respond_query(core::not_found(msg));
+    } else {
+      respond_failed(enumsv1::WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE, msg);
+    }
+    return;
+  }
+  if (task.has_query()) {  // a query on a run with no workflow task in flight: replay afresh
+    if (!from_start) {
+      auto full = full_history(task.workflow_execution());
+      if (!full.ok()) {
+        respond_query(full.error());
+        return;
+      }
+      history = std::move(full).value();
+    }
+    internal::WorkflowState fresh(fn->second, conn->ns(), options.task_queue);
+    fresh.set_execution(wid, run_id);
+    auto st = fresh.replay(history.events(), 0);
+    if (!st.ok()) {
+      respond_query(st.error());
+      return;
+    }
+    respond_query(fresh.query(task.query().query_type(), internal::decode_payloads(task.query().query_args())));
+    return;
+  }
+
+  // A cached run continues with the new events; anything else replays from event 1.
+  std::unique_ptr<internal::WorkflowState> cached = take_cached(run_id);
+  if (cached && (from_start || history.events_size() == 0 ||
+                 history.events(0).event_id() != cached->last_event_id() + 1))
+    cached.reset();
+  if (!cached && !from_start) {
+    auto full = full_history(task.workflow_execution());
+    if (!full.ok()) {
+      core::log().warn("temporal worker: {}; the workflow task will time out and be retried", full.error().to_string());
+      return;
+    }
+    history = std::move(full).value();
+  }
+  std::unique_ptr<internal::WorkflowState> owned =
+      cached ? std::move(cached) : std::make_unique<internal::WorkflowState>(fn->second, conn->ns(), options.task_queue);
+  internal::WorkflowState& state = *owned;
+  state.set_execution(wid, run_id);
+
+  auto st = state.replay(history.events(), task.started_event_id());
+  if (!st.ok()) {
+    respond_failed(state.nondeterministic() ? enumsv1::WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR
+                                            : enumsv1::WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE,
+                   st.error().message());
+    return;
+  }
+  internal::wsv1::RespondWorkflowTaskCompletedRequest req;
+  req.set_namespace_(conn->ns());
+  req.set_task_token(task.task_token());
+  req.set_identity(identity);
+  req.set_worker_instance_key(instance_key);
+  for (auto& c : state.commands()) *req.add_commands() = std::move(c);
+  for (const auto& [id, q] : task.queries()) {
+    auto answer = state.query(q.query_type(), internal::decode_payloads(q.query_args()));
+    auto& out = (*req.mutable_query_results())[id];
+    if (answer.ok()) {
+      out.set_result_type(enumsv1::QUERY_RESULT_TYPE_ANSWERED);
+      internal::encode_payloads(Args{answer.value()}, out.mutable_answer());
+    } else {
+      out.set_result_type(enumsv1::QUERY_RESULT_TYPE_FAILED);
+      out.set_error_message(answer.error().message());
+    }
+  }
+  const bool cache_it = options.max_cached_workflows > 0 && !state.finished();
+  if (cache_it) {
+    auto* sticky = req.mutable_sticky_attributes();
+    sticky->mutable_worker_task_queue()->set_name(sticky_queue);
+    sticky->mutable_worker_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_STICKY);
+    sticky->mutable_worker_task_queue()->set_normal_name(options.task_queue);
+    internal::set_duration(std::chrono::seconds(5), sticky->mutable_schedule_to_start_timeout());
+  }
+  auto r = conn->call(&WorkflowService::Stub::RespondWorkflowTaskCompleted, req, "complete workflow task of " + wid);
+  if (!r.ok()) {
+    core::log().warn("temporal worker: {}", r.error().to_string());
+    return;  // the state is dropped: the next task replays from the start
+  }
+  if (cache_it) put_cached(run_id, std::move(owned));
+}
+
+void Worker::Impl::activity_poller() {
+  while (!stopping) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return stopping || activity_slots > 0; });
+      if (stopping) break;
+      --activity_slots;
+    }
+    auto release = [&] {
+      std::lock_guard<std::mutex> lock(mu);
+      ++activity_slots;
+      cv.notify_all();
+    };
+    grpc::ClientContext ctx;
+    if (!begin_poll(&ctx)) {
+      release();
+      break;
+    }
+    internal::wsv1::PollActivityTaskQueueRequest req;
+    req.set_namespace_(conn->ns());
+    req.mutable_task_queue()->set_name(options.task_queue);
+    req.mutable_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_NORMAL);
+    req.set_identity(identity);
+    req.set_worker_instance_key(instance_key);
+    auto r = conn->call(&WorkflowService::Stub::PollActivityTaskQueue, req, "poll activity task queue '" +
+                        options.task_queue + "'", kPollTimeout, &ctx);
+    end_poll(&ctx);
+    if (!r.ok() || r->task_token().empty()) {
+      release();
+      if (!r.ok() && !stopping && r.error().code() != core::Code::kDeadlineExceeded) {
+        core::log().warn("temporal worker: {}", r.error().to_string());
+        backoff();
+      }
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++inflight_activities;
+    }
+    auto self = shared_from_this();
+    std::thread([self, task = std::move(r).value()] {
+      self->run_activity(task);
+      std::lock_guard<std::mutex> lock(self->mu);
+      ++self->activity_slots;
+      --self->inflight_activities;
+      self->cv.notify_all();
+    }).detach();
+  }
+}
+
+void Worker::Impl::run_activity(const internal::wsv1::PollActivityTaskQueueResponse& task) {
+  ActivityInfo info;
+  info.activity_id = task.activity_id();
+  info.activity_type = task.activity_type().name();
+  info.workflow_id = task.workflow_execution().workflow_id();
+  info.run_id = task.workflow_execution().run_id();
+  info.workflow_type = task.workflow_type().name();
+  info.workflow_namespace = task.workflow_namespace();
+  info.task_queue = options.task_queue;
+  info.attempt = task.attempt();
+  info.heartbeat_timeout = internal::to_millis(task.heartbeat_timeout());
+  info.start_to_close_timeout = internal::to_millis(task.start_to_close_timeout());
+  info.task_token = task.task_token();
+  auto ctx = std::make_shared<ActivityContext>(info, internal::decode_payloads(task.heartbeat_details()), conn);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    running.insert(ctx);
+  }
+  std::string what = "activity " + info.activity_type + " (id " + info.activity_id + ", workflow " +
+                     info.workflow_id + ", attempt " + std::to_string(info.attempt) + ")";
+
+  std::optional<Json> result;
+  std::optional<Failure> failure;
+  bool cancelled = false;
+  auto fn = activities.find(info.activity_type);
+  if (fn == activities.end()) {
+    failure = Failure::application("NotFound", "activity type '" + info.activity_type +
+                                                   "' is not registered on task queue '" + options.task_queue + "'");
+  } else {
+    try {
+      auto r = fn->second(*ctx, internal::decode_payloads(task.input()));
+      if (r.ok()) {
+        result = std::move(r).value();
+      } else if (r.error().code() == core::Code::kCancelled && ctx->cancelled()) {
+        cancelled = true;
+      } else {
+        failure = Failure::from_error(r.error());
+      }
+    } catch (const ApplicationError& ex) {
+      failure = ex.failure();
+    } catch (const std::exception& ex) {
+      failure = Failure::application("Exception", ex.what());
+    } catch (...) {
+      failure = Failure::application("Exception", "non-standard exception");
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    running.erase(ctx);
+  }
+
+  core::Status st;
+  if (result) {
+    internal::wsv1::RespondActivityTaskCompletedRequest req;
+    req.set_namespace_(conn->ns());
+    req.set_task_token(task.task_token());
+    req.set_identity(identity);
+    internal::encode_payloads(Args{*result}, req.mutable_result());
+    auto r = conn->call(&WorkflowService::Stub::RespondActivityTaskCompleted, req, "complete " + what);
+    if (!r.ok()) st = r.error();
+  } else if (cancelled) {
+    internal::wsv1::RespondActivityTaskCanceledRequest req;
+    req.set_namespace_(conn->ns());
+    req.set_task_token(task.task_token());
+    req.set_identity(identity);
+    auto r = conn->call(&WorkflowService::Stub::RespondActivityTaskCanceled, req, "cancel " + what);
+    if (!r.ok()) st = r.error();
+  } else {
+    internal::wsv1::RespondActivityTaskFailedRequest req;
+    req.set_namespace_(conn->ns());
+    req.set_task_token(task.task_token());
+    req.set_identity(identity);
+    internal::encode_failure(*failure, req.mutable_failure());
+    if (auto d = ctx->last_details(); d && !d->empty())
+      internal::encode_payloads(*d, req.mutable_last_heartbeat_details());
+    auto r = conn->call(&WorkflowService::Stub::RespondActivityTaskFailed, req, "fail " + what);
+    if (!r.ok()) st = r.error();
+  }
+  if (!st.ok()) core::log().warn("temporal worker: {}", st.error().to_string());
+}
+
+Worker::Worker(Client client, WorkerOptions options)
+    : impl_(std::make_shared<Impl>(std::move(client), std::move(options))) {
+  impl_->identity = impl_->options.identity.empty() ? impl_->conn->identity() : impl_->options.identity;
+  impl_->instance_key = internal::random_uuid();
+  impl_->sticky_queue = impl_->identity + "-sticky-" + impl_->instance_key;
+}
+
+Worker::~Worker() { shutdown(); }
+
+void Worker::register_workflow(const std::string& name, WorkflowFunction fn) {
+  impl_->workflows[name] = std::move(fn);
+}
+
+void Worker::register_activity(const std::string& name, ActivityFunction fn) {
+  impl_->activities[name] = std::move(fn);
+}
+
+core::Status Worker::start() {
+  auto& s = *impl_;
+  if (s.options.task_queue.empty()) return core::invalid_argument("temporal worker: no task queue given");
+  if (s.workflows.empty() && s.activities.empty())
+    return core::invalid_argument("temporal worker on '" + s.options.task_queue + "': nothing registered");
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.started) return core::failed_precondition("temporal worker on '" + s.options.task_queue + "': already started");
+  s.started = true;
+  s.activity_slots = std::max(1, s.options.max_concurrent_activities);
+  if (!s.workflows.empty()) {
+    // With a cache, every other poller serves the sticky queue.
+    int n = std::max(s.options.max_cached_workflows > 0 ? 2 : 1, s.options.workflow_task_pollers);
+    for (int i = 0; i < n; ++i) {
+      bool sticky = s.options.max_cached_workflows > 0 && i % 2 == 1;
+      s.pollers.emplace_back([p = impl_, sticky] { p->workflow_poller(sticky); });
+    }
+  }
+  if (!s.activities.empty())
+    for (int i = 0; i < std::max(1, s.options.activity_task_pollers); ++i)
+      s.pollers.emplace_back([p = impl_] { p->activity_poller(); });
+  return core::ok_status();
+}
+
+void Worker::wait() {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->cv.wait(lock, [&] { return impl_->stopped || impl_->stopping.load(); });
+}
+
+void Worker::shutdown(std::chrono::milliseconds deadline) {
+  auto& s = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!s.started || s.stopped || s.stopping) return;
+    s.stopping = true;
+    s.cv.notify_all();
+  }
+  // Ask the server to end this worker's outstanding polls (and to send its sticky tasks to the
+  // normal queue). Cancelling a poll only on our side can lose a task the server has just
+  // matched to it until the task times out.
+  internal::wsv1::ShutdownWorkerRequest req;
+  req.set_namespace_(s.conn->ns());
+  if (!s.workflows.empty() && s.options.max_cached_workflows > 0) req.set_sticky_task_queue(s.sticky_queue);
+  req.set_identity(s.identity);
+  req.set_reason("graceful shutdown");
+  req.set_worker_instance_key(s.instance_key);
+  req.set_task_queue(s.options.task_queue);
+  if (!s.workflows.empty()) req.add_task_queue_types(enumsv1::TASK_QUEUE_TYPE_WORKFLOW);
+  if (!s.activities.empty()) req.add_task_queue_types(enumsv1::TASK_QUEUE_TYPE_ACTIVITY);
+  auto r = s.conn->call(&WorkflowService::Stub::ShutdownWorker, req, "shutdown worker", std::chrono::seconds(2));
+  if (!r.ok()) core::log().debug("temporal worker: {}", r.error().to_string());
+  {
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.cv.wait_for(lock, std::chrono::seconds(r.ok() ? 1 : 0), [&] { return s.polls.empty(); });
+    for (auto* ctx : s.polls) ctx->TryCancel();
+  }
+  for (auto& t : s.pollers) t.join();
+  s.pollers.clear();
+  std::unique_lock<std::mutex> lock(s.mu);
+  if (!s.cv.wait_for(lock, deadline, [&] { return s.inflight_activities == 0; })) {
+    core::log().warn("temporal worker: {} activities still running after the shutdown deadline; cancelling them",
+                     s.inflight_activities);
+    for (const auto& ctx : s.running) ctx->request_cancel();
+    s.cv.wait_for(lock, deadline, [&] { return s.inflight_activities == 0; });
+  }
+  s.stopped = true;
+  s.cv.notify_all();
+}
+
+void Replayer::register_workflow(const std::string& name, WorkflowFunction fn) { workflows_[name] = std::move(fn); }
+
+core::Status Replayer::replay(const History& history) const {
+  historyv1::History h;
+  if (!h.ParseFromString(history.serialized))
+    return core::invalid_argument("replay: history of " + history.workflow_id + " is not a serialized History");
+  if (h.events_size() == 0 || !h.events(0).has_workflow_execution_started_event_attributes())
+    return core::invalid_argument("replay: history of " + history.workflow_id +
+                                  " does not start with WorkflowExecutionStarted");
+  const auto& started = h.events(0).workflow_execution_started_event_attributes();
+  auto fn = workflows_.find(started.workflow_type().name());
+  if (fn == workflows_.end())
+    return core::not_found("replay: workflow type '" + started.workflow_type().name() + "' is not registered");
+  internal::WorkflowState state(fn->second, "", started.task_queue().name());
+  state.set_execution(history.workflow_id, history.run_id);
+  return state.replay(h.events(), 0);
+}
+
+}  // namespace codeact::temporal

@@ -1,0 +1,552 @@
+#include "workflow_state.hpp"
+
+#include <set>
+#include <stdexcept>
+
+#include "codec.hpp"
+#include "ids.hpp"
+
+namespace codeact::temporal::internal {
+
+namespace enumsv1 = ::temporal::api::enums::v1;
+
+namespace {
+
+thread_local WorkflowState* g_current = nullptr;
+
+// Sets the thread's current workflow for the duration of a scope.
+class CurrentScope {
+ public:
+  explicit CurrentScope(WorkflowState* s) : prev_(g_current) { g_current = s; }
+  ~CurrentScope() { g_current = prev_; }
+
+ private:
+  WorkflowState* prev_;
+};
+
+constexpr const char* kSideEffectMarker = "SideEffect";
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string describe_command(const commandv1::Command& c) {
+  switch (c.command_type()) {
+    case enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK: {
+      const auto& a = c.schedule_activity_task_command_attributes();
+      return "ScheduleActivityTask(activity_type='" + a.activity_type().name() + "', activity_id='" +
+             a.activity_id() + "')";
+    }
+    case enumsv1::COMMAND_TYPE_START_TIMER:
+      return "StartTimer(timer_id='" + c.start_timer_command_attributes().timer_id() + "')";
+    case enumsv1::COMMAND_TYPE_RECORD_MARKER:
+      return "RecordMarker(marker_name='" + c.record_marker_command_attributes().marker_name() + "')";
+    case enumsv1::COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION: return "CompleteWorkflowExecution";
+    case enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION: return "FailWorkflowExecution";
+    case enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION: return "CancelWorkflowExecution";
+    case enumsv1::COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION: return "ContinueAsNewWorkflowExecution";
+    default: return enumsv1::CommandType_Name(c.command_type());
+  }
+}
+
+std::string describe_event(const historyv1::HistoryEvent& e) {
+  std::string id = "event " + std::to_string(e.event_id()) + " ";
+  switch (e.event_type()) {
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
+      const auto& a = e.activity_task_scheduled_event_attributes();
+      return id + "ActivityTaskScheduled(activity_type='" + a.activity_type().name() + "', activity_id='" +
+             a.activity_id() + "')";
+    }
+    case enumsv1::EVENT_TYPE_TIMER_STARTED:
+      return id + "TimerStarted(timer_id='" + e.timer_started_event_attributes().timer_id() + "')";
+    case enumsv1::EVENT_TYPE_MARKER_RECORDED:
+      return id + "MarkerRecorded(marker_name='" + e.marker_recorded_event_attributes().marker_name() + "')";
+    default: {
+      // EVENT_TYPE_WORKFLOW_TASK_STARTED -> WorkflowTaskStarted
+      std::string name = enumsv1::EventType_Name(e.event_type());
+      const std::string prefix = "EVENT_TYPE_";
+      if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
+      std::string camel;
+      bool up = true;
+      for (char ch : name) {
+        if (ch == '_') {
+          up = true;
+          continue;
+        }
+        camel += up ? ch : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        up = false;
+      }
+      return id + camel;
+    }
+  }
+}
+
+// The command type an event records, or UNSPECIFIED when the event is not a command's.
+enumsv1::CommandType command_type_of(const historyv1::HistoryEvent& e) {
+  switch (e.event_type()) {
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: return enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK;
+    case enumsv1::EVENT_TYPE_TIMER_STARTED: return enumsv1::COMMAND_TYPE_START_TIMER;
+    case enumsv1::EVENT_TYPE_MARKER_RECORDED: return enumsv1::COMMAND_TYPE_RECORD_MARKER;
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: return enumsv1::COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION;
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: return enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION;
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: return enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION;
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+      return enumsv1::COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION;
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED: return enumsv1::COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK;
+    case enumsv1::EVENT_TYPE_TIMER_CANCELED: return enumsv1::COMMAND_TYPE_CANCEL_TIMER;
+    default: return enumsv1::COMMAND_TYPE_UNSPECIFIED;
+  }
+}
+
+bool same_command(const commandv1::Command& c, const historyv1::HistoryEvent& e) {
+  if (c.command_type() != command_type_of(e)) return false;
+  switch (c.command_type()) {
+    case enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK: {
+      const auto& a = c.schedule_activity_task_command_attributes();
+      const auto& b = e.activity_task_scheduled_event_attributes();
+      return a.activity_id() == b.activity_id() && a.activity_type().name() == b.activity_type().name();
+    }
+    case enumsv1::COMMAND_TYPE_START_TIMER:
+      return c.start_timer_command_attributes().timer_id() == e.timer_started_event_attributes().timer_id();
+    case enumsv1::COMMAND_TYPE_RECORD_MARKER:
+      return c.record_marker_command_attributes().marker_name() ==
+             e.marker_recorded_event_attributes().marker_name();
+    default: return true;
+  }
+}
+
+bool is_job_event(const historyv1::HistoryEvent& e) {
+  switch (e.event_type()) {
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_FAILED:
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_CANCELED:
+    case enumsv1::EVENT_TYPE_TIMER_FIRED:
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+WorkflowState::WorkflowState(WorkflowFunction fn, std::string ns, std::string task_queue)
+    : fn_(std::move(fn)), ctx_(this) {
+  info_.ns = std::move(ns);
+  info_.task_queue = std::move(task_queue);
+}
+
+WorkflowState::~WorkflowState() {
+  // Destroy coroutine frames with this workflow current, so destructors of locals that touch
+  // the context still find it.
+  CurrentScope scope(this);
+  root_.reset();
+}
+
+core::Error WorkflowState::nondeterminism(std::string message) {
+  nondeterministic_ = true;
+  return core::failed_precondition("nondeterminism in workflow " + info_.workflow_id + " (type " +
+                                   info_.workflow_type + ", run " + info_.run_id + "): " + message);
+}
+
+core::Status WorkflowState::replay(const Events& events, int64_t current_started_event_id) {
+  CurrentScope scope(this);
+  if (!events.empty() && events.begin()->event_id() != last_event_id_ + 1)
+    return core::internal_error("workflow " + info_.workflow_id + ": history continues at event " +
+                                std::to_string(events.begin()->event_id()) + ", expected event " +
+                                std::to_string(last_event_id_ + 1));
+  // Workflow tasks that completed (a failed or timed-out one produced nothing). A batch ends at
+  // the current task, so every earlier task's outcome is inside the batch.
+  std::set<int64_t> completed_started;
+  for (const auto& e : events) {
+    if (e.has_workflow_task_completed_event_attributes()) {
+      completed_started.insert(e.workflow_task_completed_event_attributes().started_event_id());
+    } else if (e.has_workflow_execution_started_event_attributes()) {
+      const auto& a = e.workflow_execution_started_event_attributes();
+      info_.workflow_type = a.workflow_type().name();
+      if (info_.task_queue.empty()) info_.task_queue = a.task_queue().name();
+      info_.first_execution_run_id = a.first_execution_run_id();
+      info_.attempt = a.attempt();
+      if (!a.workflow_id().empty()) info_.workflow_id = a.workflow_id();
+      input_ = decode_payloads(a.input());
+      rng_.seed(fnv1a(a.first_execution_run_id().empty() ? a.original_execution_run_id()
+                                                         : a.first_execution_run_id()));
+    } else if (e.has_marker_recorded_event_attributes()) {
+      const auto& m = e.marker_recorded_event_attributes();
+      if (m.marker_name() != kSideEffectMarker) continue;
+      auto seq = m.details().find("seq");
+      auto data = m.details().find("data");
+      if (seq == m.details().end() || data == m.details().end()) continue;
+      Args s = decode_payloads(seq->second);
+      Args d = decode_payloads(data->second);
+      if (!s.empty() && s[0].is_number_integer())
+        recorded_side_effects_[s[0].get<int64_t>()] = d.empty() ? Json(nullptr) : d[0];
+    }
+  }
+
+  for (const auto& e : events) {
+    last_event_id_ = e.event_id();
+    if (e.event_type() == enumsv1::EVENT_TYPE_WORKFLOW_TASK_STARTED) {
+      bool current = e.event_id() == current_started_event_id;
+      if (!current && !completed_started.count(e.event_id())) continue;  // failed or timed out
+      CODEACT_TRY_STATUS(check_no_leftover(&e, task_index_));
+      ++task_index_;
+      replaying_ = !current;
+      CODEACT_TRY_STATUS(activate(to_time_point(e.event_time())));
+      // These commands come back as command events after this task's WorkflowTaskCompleted.
+      for (const auto& c : commands_) expected_.push_back(c);
+      if (current) return core::ok_status();
+      commands_.clear();
+    } else if (command_type_of(e) != enumsv1::COMMAND_TYPE_UNSPECIFIED) {
+      CODEACT_TRY_STATUS(match_command_event(e, task_index_));
+    } else if (is_job_event(e)) {
+      jobs_.push_back(e);
+    }
+  }
+  if (current_started_event_id != 0)
+    return core::internal_error("workflow task history of " + info_.workflow_id +
+                                " does not contain its WorkflowTaskStarted event " +
+                                std::to_string(current_started_event_id));
+  CODEACT_TRY_STATUS(check_no_leftover(nullptr, task_index_));
+  return core::ok_status();
+}
+
+core::Status WorkflowState::match_command_event(const historyv1::HistoryEvent& e, int task_index) {
+  if (expected_.empty())
+    return nondeterminism("history has " + describe_event(e) + " after workflow task " +
+                          std::to_string(task_index) + ", but the workflow code produced no command for it");
+  const commandv1::Command& c = expected_.front();
+  if (!same_command(c, e))
+    return nondeterminism("in workflow task " + std::to_string(task_index) + " the workflow code produced command " +
+                          describe_command(c) + ", but history has " + describe_event(e));
+  if (e.event_type() == enumsv1::EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    activity_id_by_scheduled_event_[e.event_id()] = e.activity_task_scheduled_event_attributes().activity_id();
+  expected_.pop_front();
+  return core::ok_status();
+}
+
+core::Status WorkflowState::check_no_leftover(const historyv1::HistoryEvent* next, int task_index) {
+  if (expected_.empty()) return core::ok_status();
+  return nondeterminism("in workflow task " + std::to_string(task_index) + " the workflow code produced command " +
+                        describe_command(expected_.front()) + " that history does not have (" +
+                        (next ? "next is " + describe_event(*next) : std::string("history ends")) + ")");
+}
+
+core::Status WorkflowState::activate(std::chrono::system_clock::time_point time) {
+  now_ = time;
+  commands_.clear();
+  std::vector<historyv1::HistoryEvent> jobs;
+  jobs.swap(jobs_);
+  if (!started_) {
+    started_ = true;
+    try {
+      root_.emplace(fn_(ctx_, input_));
+    } catch (const std::exception& ex) {
+      return core::internal_error("workflow " + info_.workflow_type + " could not start: " + ex.what());
+    }
+    ready_.push_back(root_->handle());
+  }
+  try {
+    for (const auto& e : jobs) CODEACT_TRY_STATUS(apply_job(e));
+  } catch (const std::exception& ex) {
+    return core::internal_error(std::string("workflow signal handler threw: ") + ex.what());
+  }
+  return run_until_blocked();
+}
+
+core::Status WorkflowState::apply_job(const historyv1::HistoryEvent& e) {
+  auto activity = [&](int64_t scheduled) -> std::shared_ptr<Pending> {
+    auto id = activity_id_by_scheduled_event_.find(scheduled);
+    if (id == activity_id_by_scheduled_event_.end()) return nullptr;
+    auto it = activities_by_id_.find(id->second);
+    if (it == activities_by_id_.end()) return nullptr;
+    auto p = it->second;
+    activities_by_id_.erase(it);
+    return p;
+  };
+  auto with_activity = [&](Failure f, int64_t scheduled) {
+    auto id = activity_id_by_scheduled_event_.find(scheduled);
+    if (id != activity_id_by_scheduled_event_.end()) f.activity_id = id->second;
+    return f;
+  };
+  switch (e.event_type()) {
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_COMPLETED: {
+      const auto& a = e.activity_task_completed_event_attributes();
+      if (auto p = activity(a.scheduled_event_id())) {
+        Args out = decode_payloads(a.result());
+        resolve(p, out.empty() ? Json(nullptr) : std::move(out[0]));
+      }
+      break;
+    }
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_FAILED: {
+      const auto& a = e.activity_task_failed_event_attributes();
+      Failure f = with_activity(decode_failure(a.failure()), a.scheduled_event_id());
+      if (auto p = activity(a.scheduled_event_id())) resolve(p, std::move(f));
+      break;
+    }
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: {
+      const auto& a = e.activity_task_timed_out_event_attributes();
+      Failure f = with_activity(decode_failure(a.failure()), a.scheduled_event_id());
+      if (auto p = activity(a.scheduled_event_id())) resolve(p, std::move(f));
+      break;
+    }
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_CANCELED: {
+      const auto& a = e.activity_task_canceled_event_attributes();
+      Failure f;
+      f.kind = FailureKind::kCanceled;
+      f.code = core::Code::kCancelled;
+      f.message = "activity cancelled";
+      f = with_activity(std::move(f), a.scheduled_event_id());
+      if (auto p = activity(a.scheduled_event_id())) resolve(p, std::move(f));
+      break;
+    }
+    case enumsv1::EVENT_TYPE_TIMER_FIRED: {
+      auto it = timers_.find(e.timer_fired_event_attributes().timer_id());
+      if (it != timers_.end()) {
+        auto p = it->second;
+        timers_.erase(it);
+        resolve(p, Json(nullptr));
+      }
+      break;
+    }
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED: {
+      const auto& a = e.workflow_execution_signaled_event_attributes();
+      Args args = decode_payloads(a.input());
+      auto h = signal_handlers_.find(a.signal_name());
+      if (h != signal_handlers_.end()) {
+        h->second(args);
+      } else {
+        buffered_signals_[a.signal_name()].push_back(std::move(args));
+      }
+      break;
+    }
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED: cancel_requested_ = true; break;
+    default: break;
+  }
+  return core::ok_status();
+}
+
+void WorkflowState::resolve(const std::shared_ptr<Pending>& p, ActivityResult result) {
+  p->resolved = true;
+  p->result.emplace(std::move(result));
+  if (p->waiter) {
+    ready_.push_back(p->waiter);
+    p->waiter = {};
+  }
+}
+
+core::Status WorkflowState::run_until_blocked() {
+  try {
+    for (;;) {
+      while (!ready_.empty()) {
+        auto h = ready_.front();
+        ready_.pop_front();
+        h.resume();
+      }
+      if (!finished_ && root_ && root_->done()) {
+        finished_ = true;
+        conditions_.clear();
+        auto& promise = root_->handle().promise();
+        commandv1::Command cmd;
+        if (!promise.error) {
+          cmd.set_command_type(enumsv1::COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION);
+          encode_payloads(Args{*promise.value}, cmd.mutable_complete_workflow_execution_command_attributes()->mutable_result());
+        } else {
+          try {
+            std::rethrow_exception(promise.error);
+          } catch (const ApplicationError& ex) {
+            if (ex.failure().kind == FailureKind::kCanceled) {
+              cmd.set_command_type(enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION);
+              cmd.mutable_cancel_workflow_execution_command_attributes();
+            } else {
+              cmd.set_command_type(enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION);
+              encode_failure(ex.failure(), cmd.mutable_fail_workflow_execution_command_attributes()->mutable_failure());
+            }
+          } catch (const ContinueAsNew& can) {
+            cmd.set_command_type(enumsv1::COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION);
+            auto* a = cmd.mutable_continue_as_new_workflow_execution_command_attributes();
+            a->mutable_workflow_type()->set_name(info_.workflow_type);
+            a->mutable_task_queue()->set_name(info_.task_queue);
+            encode_payloads(can.args, a->mutable_input());
+          } catch (const std::exception& ex) {
+            return core::unknown_error(std::string("workflow ") + info_.workflow_type + " threw: " + ex.what());
+          } catch (...) {
+            return core::unknown_error("workflow " + info_.workflow_type + " threw a non-standard exception");
+          }
+        }
+        commands_.push_back(std::move(cmd));
+      }
+      if (finished_) break;
+      bool woke = false;
+      for (auto it = conditions_.begin(); it != conditions_.end(); ++it) {
+        if (it->first()) {
+          ready_.push_back(it->second);
+          conditions_.erase(it);
+          woke = true;
+          break;
+        }
+      }
+      if (!woke) break;
+    }
+  } catch (const std::exception& ex) {
+    return core::unknown_error(std::string("workflow ") + info_.workflow_type + " threw: " + ex.what());
+  }
+  return core::ok_status();
+}
+
+core::Result<Json> WorkflowState::query(const std::string& name, const Args& args) {
+  CurrentScope scope(this);
+  auto it = query_handlers_.find(name);
+  if (it == query_handlers_.end()) {
+    std::string known;
+    for (const auto& [n, _] : query_handlers_) known += (known.empty() ? "" : ", ") + n;
+    return core::not_found("workflow " + info_.workflow_type + " has no query handler '" + name +
+                           "' (known: " + (known.empty() ? "none" : known) + ")");
+  }
+  try {
+    return it->second(args);
+  } catch (const std::exception& ex) {
+    return core::unknown_error("query '" + name + "' failed: " + ex.what());
+  }
+}
+
+std::shared_ptr<Pending> WorkflowState::schedule_activity(const std::string& name, Args args,
+                                                          const ActivityOptions& o) {
+  auto p = std::make_shared<Pending>();
+  int64_t seq = next_activity_seq_++;
+  if (o.start_to_close_timeout.count() <= 0 && o.schedule_to_close_timeout.count() <= 0) {
+    p->resolved = true;
+    p->result.emplace(Failure::application(
+        "InvalidArgument", "activity '" + name + "': set start_to_close_timeout or schedule_to_close_timeout", true));
+    return p;
+  }
+  std::string id = o.activity_id.empty() ? std::to_string(seq) : o.activity_id;
+  commandv1::Command cmd;
+  cmd.set_command_type(enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK);
+  auto* a = cmd.mutable_schedule_activity_task_command_attributes();
+  a->set_activity_id(id);
+  a->mutable_activity_type()->set_name(name);
+  a->mutable_task_queue()->set_name(o.task_queue.empty() ? info_.task_queue : o.task_queue);
+  a->mutable_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_NORMAL);
+  encode_payloads(args, a->mutable_input());
+  if (o.start_to_close_timeout.count() > 0) set_duration(o.start_to_close_timeout, a->mutable_start_to_close_timeout());
+  if (o.schedule_to_close_timeout.count() > 0)
+    set_duration(o.schedule_to_close_timeout, a->mutable_schedule_to_close_timeout());
+  if (o.schedule_to_start_timeout.count() > 0)
+    set_duration(o.schedule_to_start_timeout, a->mutable_schedule_to_start_timeout());
+  if (o.heartbeat_timeout.count() > 0) set_duration(o.heartbeat_timeout, a->mutable_heartbeat_timeout());
+  if (o.retry_policy) {
+    auto* r = a->mutable_retry_policy();
+    set_duration(o.retry_policy->initial_interval, r->mutable_initial_interval());
+    r->set_backoff_coefficient(o.retry_policy->backoff_coefficient);
+    if (o.retry_policy->maximum_interval.count() > 0)
+      set_duration(o.retry_policy->maximum_interval, r->mutable_maximum_interval());
+    r->set_maximum_attempts(o.retry_policy->maximum_attempts);
+    for (const auto& t : o.retry_policy->non_retryable_error_types) r->add_non_retryable_error_types(t);
+  }
+  commands_.push_back(std::move(cmd));
+  activities_by_id_[id] = p;
+  return p;
+}
+
+std::shared_ptr<Pending> WorkflowState::start_timer(std::chrono::milliseconds d) {
+  auto p = std::make_shared<Pending>();
+  if (d.count() <= 0) {
+    p->resolved = true;
+    p->result.emplace(Json(nullptr));
+    return p;
+  }
+  std::string id = std::to_string(next_timer_seq_++);
+  commandv1::Command cmd;
+  cmd.set_command_type(enumsv1::COMMAND_TYPE_START_TIMER);
+  auto* a = cmd.mutable_start_timer_command_attributes();
+  a->set_timer_id(id);
+  set_duration(d, a->mutable_start_to_fire_timeout());
+  commands_.push_back(std::move(cmd));
+  timers_[id] = p;
+  return p;
+}
+
+void WorkflowState::add_condition(std::function<bool()> pred, std::coroutine_handle<> h) {
+  conditions_.emplace_back(std::move(pred), h);
+}
+
+Json WorkflowState::side_effect(const std::function<Json()>& fn) {
+  int64_t seq = next_marker_seq_++;
+  Json value;
+  auto it = recorded_side_effects_.find(seq);
+  if (it != recorded_side_effects_.end()) {
+    value = it->second;
+  } else {
+    value = fn();
+  }
+  commandv1::Command cmd;
+  cmd.set_command_type(enumsv1::COMMAND_TYPE_RECORD_MARKER);
+  auto* a = cmd.mutable_record_marker_command_attributes();
+  a->set_marker_name(kSideEffectMarker);
+  encode_payloads(Args{Json(seq)}, &(*a->mutable_details())["seq"]);
+  encode_payloads(Args{value}, &(*a->mutable_details())["data"]);
+  commands_.push_back(std::move(cmd));
+  return value;
+}
+
+void WorkflowState::set_signal_handler(const std::string& name, std::function<void(const Args&)> handler) {
+  auto& h = signal_handlers_[name];
+  h = std::move(handler);
+  auto it = buffered_signals_.find(name);
+  if (it == buffered_signals_.end()) return;
+  auto pending = std::move(it->second);
+  buffered_signals_.erase(it);
+  for (auto& args : pending) h(args);
+}
+
+void WorkflowState::set_query_handler(const std::string& name, std::function<Json(const Args&)> handler) {
+  query_handlers_[name] = std::move(handler);
+}
+
+}  // namespace codeact::temporal::internal
+
+namespace codeact::temporal {
+
+using internal::g_current;
+
+void ConditionAwaitable::await_suspend(std::coroutine_handle<> h) { state_->add_condition(pred_, h); }
+
+const WorkflowInfo& WorkflowContext::info() const { return state_->info(); }
+ActivityAwaitable WorkflowContext::execute_activity(const std::string& name, Args args, const ActivityOptions& options) {
+  return ActivityAwaitable(state_->schedule_activity(name, std::move(args), options));
+}
+TimerAwaitable WorkflowContext::sleep(std::chrono::milliseconds duration) {
+  return TimerAwaitable(state_->start_timer(duration));
+}
+ConditionAwaitable WorkflowContext::wait_condition(std::function<bool()> pred) {
+  return ConditionAwaitable(state_, std::move(pred));
+}
+std::chrono::system_clock::time_point WorkflowContext::now() const { return state_->now(); }
+uint64_t WorkflowContext::random() { return state_->random(); }
+std::string WorkflowContext::uuid() {
+  uint64_t hi = state_->random();
+  uint64_t lo = state_->random();
+  return internal::format_uuid(hi, lo);
+}
+Json WorkflowContext::side_effect(const std::function<Json()>& fn) { return state_->side_effect(fn); }
+void WorkflowContext::set_signal_handler(const std::string& name, std::function<void(const Args&)> handler) {
+  state_->set_signal_handler(name, std::move(handler));
+}
+void WorkflowContext::set_query_handler(const std::string& name, std::function<Json(const Args&)> handler) {
+  state_->set_query_handler(name, std::move(handler));
+}
+bool WorkflowContext::cancel_requested() const { return state_->cancel_requested(); }
+bool WorkflowContext::is_replaying() const { return state_->is_replaying(); }
+
+WorkflowContext& WorkflowContext::current() {
+  if (!g_current) throw std::logic_error("WorkflowContext::current() called outside workflow code");
+  return g_current->context();
+}
+
+}  // namespace codeact::temporal

@@ -1,0 +1,125 @@
+// The deterministic workflow runtime for one run, structured like Temporal's Core:
+// history events -> activation jobs -> coroutine steps on a single-threaded executor -> commands.
+//
+// replay() walks the full history. Events between two completed workflow tasks become the
+// jobs of one activation (resolve an activity, fire a timer, deliver a signal, request
+// cancellation); the activation runs the workflow's coroutines until every one is blocked and
+// collects the commands they produced. For a workflow task already completed in history, those
+// commands must match, one by one and in order, the command events the server recorded after
+// it (ActivityTaskScheduled, TimerStarted, MarkerRecorded, WorkflowExecutionCompleted, ...):
+// any difference is nondeterminism. The commands of the task being processed are the output.
+// Not thread-safe: one thread drives a WorkflowState at a time.
+#pragma once
+
+#include <coroutine>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codeact/core/result.hpp"
+#include "codeact/temporal/workflow.hpp"
+#include "temporal/api/command/v1/message.pb.h"
+#include "temporal/api/history/v1/message.pb.h"
+
+namespace codeact::temporal::internal {
+
+namespace historyv1 = ::temporal::api::history::v1;
+namespace commandv1 = ::temporal::api::command::v1;
+using Events = google::protobuf::RepeatedPtrField<historyv1::HistoryEvent>;
+
+class WorkflowState {
+ public:
+  WorkflowState(WorkflowFunction fn, std::string ns, std::string task_queue);
+  ~WorkflowState();
+  WorkflowState(const WorkflowState&) = delete;
+  WorkflowState& operator=(const WorkflowState&) = delete;
+
+  // Feeds `events`, which continue the history where the previous call stopped (the first
+  // call gets the history from event 1; later calls, for a cached run on a sticky queue, get
+  // the events after the last one fed). `current_started_event_id` is the WorkflowTaskStarted
+  // event of the task being processed (its activation's commands become commands(), and are
+  // expected back as command events in the next call); 0 replays only the completed workflow
+  // tasks (queries, the Replayer).
+  // Errors: FailedPrecondition "nondeterminism: ..." (nondeterministic() is then true), or
+  // Internal/Unknown when workflow code threw something other than ApplicationError.
+  core::Status replay(const Events& events, int64_t current_started_event_id);
+  // The id of the last event fed (0 before the first call).
+  int64_t last_event_id() const { return last_event_id_; }
+  // True once the workflow code has finished (the run will close).
+  bool finished() const { return finished_; }
+  bool nondeterministic() const { return nondeterministic_; }
+  void set_execution(const std::string& workflow_id, const std::string& run_id) {
+    info_.workflow_id = workflow_id;
+    info_.run_id = run_id;
+  }
+  std::vector<commandv1::Command>& commands() { return commands_; }
+
+  // Runs a query handler on the replayed state. NotFound for an unknown query.
+  core::Result<Json> query(const std::string& name, const Args& args);
+
+  // ---- used by WorkflowContext and the awaitables ----
+  const WorkflowInfo& info() const { return info_; }
+  std::shared_ptr<Pending> schedule_activity(const std::string& name, Args args, const ActivityOptions& o);
+  std::shared_ptr<Pending> start_timer(std::chrono::milliseconds d);
+  void add_condition(std::function<bool()> pred, std::coroutine_handle<> h);
+  std::chrono::system_clock::time_point now() const { return now_; }
+  uint64_t random() { return rng_(); }
+  Json side_effect(const std::function<Json()>& fn);
+  void set_signal_handler(const std::string& name, std::function<void(const Args&)> handler);
+  void set_query_handler(const std::string& name, std::function<Json(const Args&)> handler);
+  bool cancel_requested() const { return cancel_requested_; }
+  bool is_replaying() const { return replaying_; }
+  WorkflowContext& context() { return ctx_; }
+
+ private:
+  struct Expected {
+    commandv1::Command command;
+  };
+  core::Status activate(std::chrono::system_clock::time_point time);
+  core::Status apply_job(const historyv1::HistoryEvent& e);
+  core::Status run_until_blocked();
+  void finish_root();
+  core::Status match_command_event(const historyv1::HistoryEvent& e, int task_index);
+  core::Status check_no_leftover(const historyv1::HistoryEvent* next, int task_index);
+  void resolve(const std::shared_ptr<Pending>& p, ActivityResult result);
+  core::Error nondeterminism(std::string message);
+
+  WorkflowFunction fn_;
+  WorkflowInfo info_;
+  WorkflowContext ctx_;
+  Args input_;
+  std::optional<Task<Json>> root_;
+  bool started_ = false;
+  bool finished_ = false;
+  std::deque<std::coroutine_handle<>> ready_;
+  std::vector<std::pair<std::function<bool()>, std::coroutine_handle<>>> conditions_;
+
+  std::vector<commandv1::Command> commands_;  // produced by the current activation
+  std::deque<commandv1::Command> expected_;   // produced, not yet matched with history
+  std::vector<historyv1::HistoryEvent> jobs_;  // events for the next activation
+  int task_index_ = 0;
+  int64_t last_event_id_ = 0;
+  int64_t next_activity_seq_ = 1;
+  int64_t next_timer_seq_ = 1;
+  int64_t next_marker_seq_ = 1;
+  std::map<std::string, std::shared_ptr<Pending>> activities_by_id_;  // pending, by activity id
+  std::map<int64_t, std::string> activity_id_by_scheduled_event_;
+  std::map<std::string, std::shared_ptr<Pending>> timers_;           // pending, by timer id
+  std::map<int64_t, Json> recorded_side_effects_;                    // from history, by seq
+
+  std::map<std::string, std::function<void(const Args&)>> signal_handlers_;
+  std::map<std::string, std::deque<Args>> buffered_signals_;
+  std::map<std::string, std::function<Json(const Args&)>> query_handlers_;
+  bool cancel_requested_ = false;
+  bool replaying_ = false;
+  bool nondeterministic_ = false;
+  std::chrono::system_clock::time_point now_{};
+  std::mt19937_64 rng_;
+};
+
+}  // namespace codeact::temporal::internal

@@ -1,0 +1,237 @@
+// The workflow runtime against hand-written histories (no server): replay of matching code,
+// and nondeterminism reports naming the mismatching command and event.
+#include <gtest/gtest.h>
+
+#include "codeact/temporal/worker.hpp"
+
+namespace codeact::temporal {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string base64(const std::string& in) {
+  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int val = 0, bits = -6;
+  for (unsigned char c : in) {
+    val = (val << 8) + c;
+    bits += 8;
+    while (bits >= 0) {
+      out.push_back(t[(val >> bits) & 0x3F]);
+      bits -= 6;
+    }
+  }
+  if (bits > -6) out.push_back(t[((val << 8) >> (bits + 8)) & 0x3F]);
+  while (out.size() % 4) out.push_back('=');
+  return out;
+}
+
+Json payloads(const Json& value) {
+  return {{"payloads", {{{"metadata", {{"encoding", base64("json/plain")}}}, {"data", base64(value.dump())}}}}};
+}
+
+// Builds a history event by event.
+class HistoryBuilder {
+ public:
+  HistoryBuilder& add(const std::string& type, const std::string& attrs_field, Json attrs) {
+    Json e = {{"eventId", std::to_string(++id_)},
+              {"eventTime", "2026-01-01T00:00:0" + std::to_string(id_ % 10) + "Z"},
+              {"eventType", "EVENT_TYPE_" + type}};
+    e[attrs_field] = std::move(attrs);
+    events_.push_back(std::move(e));
+    return *this;
+  }
+  HistoryBuilder& started(const std::string& type, const Json& input) {
+    return add("WORKFLOW_EXECUTION_STARTED", "workflowExecutionStartedEventAttributes",
+               {{"workflowType", {{"name", type}}}, {"taskQueue", {{"name", "tq"}}}, {"input", payloads(input)},
+                {"firstExecutionRunId", "run-1"}, {"attempt", 1}});
+  }
+  // Scheduled + Started + Completed workflow task.
+  HistoryBuilder& workflow_task() {
+    int64_t sched = id_ + 1;
+    add("WORKFLOW_TASK_SCHEDULED", "workflowTaskScheduledEventAttributes", {{"taskQueue", {{"name", "tq"}}}});
+    add("WORKFLOW_TASK_STARTED", "workflowTaskStartedEventAttributes", {{"scheduledEventId", std::to_string(sched)}});
+    return add("WORKFLOW_TASK_COMPLETED", "workflowTaskCompletedEventAttributes",
+               {{"scheduledEventId", std::to_string(sched)}, {"startedEventId", std::to_string(sched + 1)}});
+  }
+  int64_t activity_scheduled(const std::string& type, const std::string& id) {
+    add("ACTIVITY_TASK_SCHEDULED", "activityTaskScheduledEventAttributes",
+        {{"activityId", id}, {"activityType", {{"name", type}}}, {"taskQueue", {{"name", "tq"}}}});
+    return id_;
+  }
+  HistoryBuilder& activity_completed(int64_t scheduled, const Json& result) {
+    add("ACTIVITY_TASK_STARTED", "activityTaskStartedEventAttributes", {{"scheduledEventId", std::to_string(scheduled)}});
+    return add("ACTIVITY_TASK_COMPLETED", "activityTaskCompletedEventAttributes",
+               {{"scheduledEventId", std::to_string(scheduled)}, {"startedEventId", std::to_string(id_)},
+                {"result", payloads(result)}});
+  }
+  HistoryBuilder& timer_started(const std::string& id) {
+    return add("TIMER_STARTED", "timerStartedEventAttributes", {{"timerId", id}, {"startToFireTimeout", "1s"}});
+  }
+  HistoryBuilder& timer_fired(const std::string& id, int64_t started) {
+    return add("TIMER_FIRED", "timerFiredEventAttributes", {{"timerId", id}, {"startedEventId", std::to_string(started)}});
+  }
+  HistoryBuilder& signaled(const std::string& name, const Json& input) {
+    return add("WORKFLOW_EXECUTION_SIGNALED", "workflowExecutionSignaledEventAttributes",
+               {{"signalName", name}, {"input", payloads(input)}});
+  }
+  HistoryBuilder& completed(const Json& result) {
+    return add("WORKFLOW_EXECUTION_COMPLETED", "workflowExecutionCompletedEventAttributes",
+               {{"result", payloads(result)}, {"workflowTaskCompletedEventId", std::to_string(id_)}});
+  }
+  int64_t last_id() const { return id_; }
+  History build() const {
+    auto h = History::from_json(Json{{"events", events_}});
+    EXPECT_TRUE(h.ok()) << h.error().to_string();
+    History out = std::move(h).value();
+    out.workflow_id = "wf-1";
+    out.run_id = "run-1";
+    return out;
+  }
+
+ private:
+  int64_t id_ = 0;
+  Json events_ = Json::array();
+};
+
+ActivityOptions opts() {
+  ActivityOptions o;
+  o.start_to_close_timeout = 5s;
+  return o;
+}
+
+// greet: activity compose_greeting(name), then a 1 s timer, then a signal "finish", then returns.
+History greet_history() {
+  HistoryBuilder b;
+  b.started("Greet", "Ada").workflow_task();
+  int64_t s = b.activity_scheduled("compose_greeting", "1");
+  b.activity_completed(s, "Hello, Ada!").workflow_task().timer_started("1");
+  int64_t t = b.last_id();
+  b.timer_fired("1", t).signaled("finish", Json{{"by", "test"}}).workflow_task();
+  b.completed(Json{{"greeting", "Hello, Ada!"}, {"by", "test"}});
+  return b.build();
+}
+
+Task<Json> greet(WorkflowContext& ctx, Args args) {
+  Json by;
+  ctx.set_signal_handler("finish", [&](const Args& a) { by = a.at(0).at("by"); });
+  auto g = co_await ctx.execute_activity("compose_greeting", args.at(0), opts());
+  co_await ctx.sleep(1s);
+  co_await ctx.wait_condition([&] { return !by.is_null(); });
+  co_return Json{{"greeting", std::move(g).value_or_throw()}, {"by", by}};
+}
+
+TEST(ReplayTest, MatchingCodeReplaysFullHistory) {
+  Replayer r;
+  r.register_workflow("Greet", greet);
+  auto st = r.replay(greet_history());
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+TEST(ReplayTest, HelperCoroutinesAndWorkflowFreeFunctionsReplay) {
+  auto helper = [](WorkflowContext& ctx, Json name) -> Task<Json> {
+    auto g = co_await ctx.execute_activity("compose_greeting", name, opts());
+    co_return std::move(g).value_or_throw();
+  };
+  Replayer r;
+  r.register_workflow("Greet", [helper](WorkflowContext& ctx, Args args) -> Task<Json> {
+    Json by;
+    ctx.set_signal_handler("finish", [&](const Args& a) { by = a.at(0).at("by"); });
+    Json g = co_await helper(ctx, args.at(0));
+    co_await workflow::sleep(1s);
+    co_await workflow::wait_condition([&] { return !by.is_null(); });
+    co_return Json{{"greeting", g}, {"by", by}};
+  });
+  auto st = r.replay(greet_history());
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+TEST(ReplayTest, ChangedActivityTypeIsNondeterministicAndNamed) {
+  Replayer r;
+  r.register_workflow("Greet", [](WorkflowContext& ctx, Args args) -> Task<Json> {
+    auto g = co_await ctx.execute_activity("compose_farewell", args.at(0), opts());
+    co_return std::move(g).value_or_throw();
+  });
+  auto st = r.replay(greet_history());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), core::Code::kFailedPrecondition);
+  const auto& m = st.error().message();
+  EXPECT_NE(m.find("nondeterminism"), std::string::npos) << m;
+  EXPECT_NE(m.find("ScheduleActivityTask(activity_type='compose_farewell', activity_id='1')"), std::string::npos) << m;
+  EXPECT_NE(m.find("event 5 ActivityTaskScheduled(activity_type='compose_greeting', activity_id='1')"), std::string::npos)
+      << m;
+}
+
+TEST(ReplayTest, TimerInsteadOfActivityIsNondeterministic) {
+  Replayer r;
+  r.register_workflow("Greet", [](WorkflowContext& ctx, Args) -> Task<Json> {
+    co_await ctx.sleep(1s);
+    co_return nullptr;
+  });
+  auto st = r.replay(greet_history());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("StartTimer(timer_id='1')"), std::string::npos) << st.error().message();
+}
+
+TEST(ReplayTest, MissingCommandIsNondeterministic) {
+  Replayer r;
+  r.register_workflow("Greet", [](WorkflowContext&, Args) -> Task<Json> { co_return "done at once"; });
+  auto st = r.replay(greet_history());
+  ASSERT_FALSE(st.ok());
+  // The code completes the workflow where history scheduled an activity.
+  EXPECT_NE(st.error().message().find("CompleteWorkflowExecution"), std::string::npos) << st.error().message();
+}
+
+TEST(ReplayTest, ExtraCommandIsNondeterministic) {
+  Replayer r;
+  r.register_workflow("Greet", [](WorkflowContext& ctx, Args args) -> Task<Json> {
+    auto a = ctx.execute_activity("compose_greeting", args.at(0), opts());
+    auto b = ctx.execute_activity("compose_greeting", args.at(0), opts());
+    co_await a;
+    co_await b;
+    co_return nullptr;
+  });
+  auto st = r.replay(greet_history());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("activity_id='2'"), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("that history does not have"), std::string::npos) << st.error().message();
+}
+
+TEST(ReplayTest, SignalBeforeHandlerIsBufferedAndDelivered) {
+  HistoryBuilder b;
+  b.started("Sig", nullptr).signaled("early", 7).workflow_task();
+  b.timer_started("1");
+  int64_t t = b.last_id();
+  b.timer_fired("1", t).workflow_task().completed(7);
+  Replayer r;
+  r.register_workflow("Sig", [](WorkflowContext& ctx, Args) -> Task<Json> {
+    Json got;
+    ctx.set_signal_handler("early", [&](const Args& a) { got = a.at(0); });
+    co_await ctx.sleep(1s);
+    co_return got;
+  });
+  auto st = r.replay(b.build());
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+TEST(ReplayTest, UnknownWorkflowTypeIsNotFound) {
+  Replayer r;
+  auto st = r.replay(greet_history());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), core::Code::kNotFound);
+}
+
+TEST(FailureTest, ErrorsMapToApplicationFailuresByCode) {
+  auto f = Failure::from_error(core::invalid_argument("bad name"));
+  EXPECT_EQ(f.type, "InvalidArgument");
+  EXPECT_TRUE(f.non_retryable);
+  auto g = Failure::from_error(core::unavailable("try later"));
+  EXPECT_FALSE(g.non_retryable);
+  EXPECT_EQ(g.to_error().code(), core::Code::kUnavailable);
+  Failure t;
+  t.kind = FailureKind::kTimeout;
+  EXPECT_EQ(t.to_error().code(), core::Code::kDeadlineExceeded);
+}
+
+}  // namespace
+}  // namespace codeact::temporal
