@@ -1,6 +1,6 @@
-#include "codeact/core/sse.hpp"
-
 #include <utility>
+
+#include "codeact/core/sse.hpp"
 
 namespace codeact::core {
 
@@ -42,7 +42,8 @@ std::vector<SseEvent> SseParser::feed(std::string_view bytes) {
   return events;
 }
 
-void SseParser::process_line(std::string_view line, const std::function<void(SseEvent&&)>& on_event) {
+void SseParser::process_line(std::string_view line,
+                             const std::function<void(SseEvent&&)>& on_event) {
   if (at_stream_start_) {
     at_stream_start_ = false;
     if (line.substr(0, kBom.size()) == kBom) line.remove_prefix(kBom.size());

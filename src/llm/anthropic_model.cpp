@@ -15,7 +15,8 @@ std::string map_stop_reason(std::string_view reason) {
   if (reason == "end_turn" || reason == "stop_sequence" || reason == "pause_turn") {
     return std::string(finish_reason::kStop);
   }
-  if (reason == "max_tokens" || reason == "model_context_window_exceeded") return std::string(finish_reason::kLength);
+  if (reason == "max_tokens" || reason == "model_context_window_exceeded")
+    return std::string(finish_reason::kLength);
   if (reason == "tool_use") return std::string(finish_reason::kToolCall);
   if (reason == "refusal") return std::string(finish_reason::kContentFilter);
   return std::string(finish_reason::kError);
@@ -41,7 +42,8 @@ void apply_usage(const Json& u, Usage& usage) {
 }
 
 core::Code code_for_error_type(std::string_view type) {
-  if (type == "invalid_request_error" || type == "request_too_large") return core::Code::kInvalidArgument;
+  if (type == "invalid_request_error" || type == "request_too_large")
+    return core::Code::kInvalidArgument;
   if (type == "authentication_error") return core::Code::kUnauthenticated;
   if (type == "permission_error") return core::Code::kPermissionDenied;
   if (type == "not_found_error") return core::Code::kNotFound;
@@ -70,7 +72,8 @@ AnthropicModel::AnthropicModel(ProviderOptions options) : options_(std::move(opt
   if (!options_.transport) options_.transport = core::default_transport();
 }
 
-Json AnthropicModel::build_request_body(const std::vector<ModelMessage>& messages, const ModelSettings& settings_in,
+Json AnthropicModel::build_request_body(const std::vector<ModelMessage>& messages,
+                                        const ModelSettings& settings_in,
                                         const ModelRequestParameters& params, bool stream) const {
   ModelSettings settings = options_.default_settings.merged(settings_in);
   Json wire = Json::array();
@@ -92,17 +95,21 @@ Json AnthropicModel::build_request_body(const std::vector<ModelMessage>& message
     } else {
       for (const auto& part : std::get<ModelResponse>(message).parts) {
         if (auto* p = std::get_if<TextPart>(&part)) {
-          if (!p->content.empty()) add_block(wire, "assistant", Json{{"type", "text"}, {"text", p->content}});
+          if (!p->content.empty())
+            add_block(wire, "assistant", Json{{"type", "text"}, {"text", p->content}});
         } else if (auto* p = std::get_if<ToolCallPart>(&part)) {
           auto args = p->args_object();
           add_block(wire, "assistant",
-                    Json{{"type", "tool_use"}, {"id", p->tool_call_id}, {"name", p->tool_name},
+                    Json{{"type", "tool_use"},
+                         {"id", p->tool_call_id},
+                         {"name", p->tool_name},
                          {"input", args.ok() ? *args : Json::object()}});
         } else if (auto* p = std::get_if<ThinkingPart>(&part)) {
           // Only Anthropic's own signed thinking may be sent back.
           if (!p->signature.empty() && p->provider_name == options_.provider_name) {
-            add_block(wire, "assistant",
-                      Json{{"type", "thinking"}, {"thinking", p->content}, {"signature", p->signature}});
+            add_block(
+                wire, "assistant",
+                Json{{"type", "thinking"}, {"thinking", p->content}, {"signature", p->signature}});
           }
         }
       }
@@ -130,7 +137,8 @@ Json AnthropicModel::build_request_body(const std::vector<ModelMessage>& message
     }
     body["tools"] = std::move(tools_json);
     Json choice{{"type", params.allow_text_output ? "auto" : "any"}};
-    if (settings.parallel_tool_calls && !*settings.parallel_tool_calls) choice["disable_parallel_tool_use"] = true;
+    if (settings.parallel_tool_calls && !*settings.parallel_tool_calls)
+      choice["disable_parallel_tool_use"] = true;
     body["tool_choice"] = std::move(choice);
   }
   if (settings.temperature) body["temperature"] = *settings.temperature;
@@ -182,7 +190,8 @@ core::Error error_from_event(const Json& j, const std::string& what) {
                      what + ": " + internal::provider_error_message(core::dump_json(j)));
 }
 
-void finish_metadata(ModelResponse& response, const ProviderOptions& options, const std::string& raw_reason) {
+void finish_metadata(ModelResponse& response, const ProviderOptions& options,
+                     const std::string& raw_reason) {
   if (response.model_name.empty()) response.model_name = options.model_name;
   response.usage.requests = 1;
   response.timestamp = now_timestamp();
@@ -194,10 +203,12 @@ void finish_metadata(ModelResponse& response, const ProviderOptions& options, co
 }  // namespace
 
 Result<ModelResponse> AnthropicModel::request(const std::vector<ModelMessage>& messages,
-                                              const ModelSettings& settings, const ModelRequestParameters& params,
+                                              const ModelSettings& settings,
+                                              const ModelRequestParameters& params,
                                               const core::CancelToken* cancel) {
-  Call call = prepare(options_, settings, core::dump_json(build_request_body(messages, settings, params, false)),
-                      cancel);
+  Call call =
+      prepare(options_, settings,
+              core::dump_json(build_request_body(messages, settings, params, false)), cancel);
   const std::string& what = call.context.what;
   CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
   CODEACT_TRY(Json j, internal::parse_response_body(http.body, what));
@@ -205,7 +216,8 @@ Result<ModelResponse> AnthropicModel::request(const std::vector<ModelMessage>& m
   ModelResponse response;
   auto content = j.find("content");
   if (content == j.end() || !content->is_array()) {
-    return core::data_loss(what + ": response has no content array: " + core::dump_json(j).substr(0, 300));
+    return core::data_loss(what +
+                           ": response has no content array: " + core::dump_json(j).substr(0, 300));
   }
   for (const auto& block : *content) {
     std::string type = core::json_string(block, "type");
@@ -223,7 +235,8 @@ Result<ModelResponse> AnthropicModel::request(const std::vector<ModelMessage>& m
       }
       response.parts.push_back(std::move(part));
     } else if (type == "thinking") {
-      response.parts.push_back(ThinkingPart{core::json_string(block, "thinking"), core::json_string(block, "signature"),
+      response.parts.push_back(ThinkingPart{core::json_string(block, "thinking"),
+                                            core::json_string(block, "signature"),
                                             options_.provider_name});
     }
   }
@@ -237,9 +250,11 @@ Result<ModelResponse> AnthropicModel::request(const std::vector<ModelMessage>& m
 Result<ModelResponse> AnthropicModel::request_stream(const std::vector<ModelMessage>& messages,
                                                      const ModelSettings& settings,
                                                      const ModelRequestParameters& params,
-                                                     const StreamHandler& on_event, const core::CancelToken* cancel) {
-  Call call = prepare(options_, settings, core::dump_json(build_request_body(messages, settings, params, true)),
-                      cancel);
+                                                     const StreamHandler& on_event,
+                                                     const core::CancelToken* cancel) {
+  Call call =
+      prepare(options_, settings,
+              core::dump_json(build_request_body(messages, settings, params, true)), cancel);
   const std::string what = call.context.what;
   std::optional<StreamAssembler> assembler;
   ModelResponse response;
@@ -269,7 +284,8 @@ Result<ModelResponse> AnthropicModel::request_stream(const std::vector<ModelMess
   auto on_sse = [&](const core::SseEvent& event) -> bool {
     Json j = Json::parse(event.data, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
-      stream_error = core::data_loss(what + ": unreadable stream event: " + event.data.substr(0, 200));
+      stream_error =
+          core::data_loss(what + ": unreadable stream event: " + event.data.substr(0, 200));
       return false;
     }
     std::string type = core::json_string(j, "type", event.event);
@@ -295,11 +311,12 @@ Result<ModelResponse> AnthropicModel::request_stream(const std::vector<ModelMess
         // "input" here is always {} in practice; the arguments come as input_json_delta.
         Json input = block.value("input", Json::object());
         std::string initial = input.is_object() && input.empty() ? "" : core::dump_json(input);
-        assembler->tool_call_delta(key, core::json_string(block, "name"), initial, core::json_string(block, "id"));
+        assembler->tool_call_delta(key, core::json_string(block, "name"), initial,
+                                   core::json_string(block, "id"));
       } else if (kind == "thinking") {
         blocks.emplace_back(index, kind);
-        assembler->thinking_delta(key, core::json_string(block, "thinking"), core::json_string(block, "signature"),
-                                  options_.provider_name);
+        assembler->thinking_delta(key, core::json_string(block, "thinking"),
+                                  core::json_string(block, "signature"), options_.provider_name);
       } else {
         blocks.emplace_back(index, "");  // redacted_thinking, server tools, ...: not modelled
       }
@@ -314,9 +331,11 @@ Result<ModelResponse> AnthropicModel::request_stream(const std::vector<ModelMess
       } else if (delta_type == "input_json_delta" && kind == "tool_use") {
         assembler->tool_call_delta(key, "", core::json_string(delta, "partial_json"), "");
       } else if (delta_type == "thinking_delta" && kind == "thinking") {
-        assembler->thinking_delta(key, core::json_string(delta, "thinking"), "", options_.provider_name);
+        assembler->thinking_delta(key, core::json_string(delta, "thinking"), "",
+                                  options_.provider_name);
       } else if (delta_type == "signature_delta" && kind == "thinking") {
-        assembler->thinking_delta(key, "", core::json_string(delta, "signature"), options_.provider_name);
+        assembler->thinking_delta(key, "", core::json_string(delta, "signature"),
+                                  options_.provider_name);
       }
     } else if (type == "message_delta") {
       const Json delta = j.value("delta", Json::object());
@@ -330,13 +349,16 @@ Result<ModelResponse> AnthropicModel::request_stream(const std::vector<ModelMess
     return !assembler->stopped();
   };
 
-  auto http = internal::send_sse_with_retry(*options_.transport, call.make, call.context, reset, on_sse);
+  auto http =
+      internal::send_sse_with_retry(*options_.transport, call.make, call.context, reset, on_sse);
   if (stream_error) return *stream_error;
-  if (assembler && assembler->stopped()) return core::cancelled(what + ": stream stopped by its consumer");
+  if (assembler && assembler->stopped())
+    return core::cancelled(what + ": stream stopped by its consumer");
   if (!http.ok()) return std::move(http).error();
   if (!stopped_message) {
-    return core::unavailable(what + ": the response stream ended before message_stop; the connection was "
-                                    "probably cut");
+    return core::unavailable(what +
+                             ": the response stream ended before message_stop; the connection was "
+                             "probably cut");
   }
   finish_metadata(response, options_, raw_reason);
   assembler->finish(response);

@@ -17,14 +17,20 @@ void fill_defaults(ModelResponse& response, const std::string& model_name) {
 
 }  // namespace
 
-FunctionModel::FunctionModel(Function function, StreamFunction stream_function, std::string model_name)
-    : function_(std::move(function)), stream_function_(std::move(stream_function)), model_name_(std::move(model_name)) {
+FunctionModel::FunctionModel(Function function, StreamFunction stream_function,
+                             std::string model_name)
+    : function_(std::move(function)),
+      stream_function_(std::move(stream_function)),
+      model_name_(std::move(model_name)) {
   assert(function_ || stream_function_);
 }
 
-Result<ModelResponse> FunctionModel::request(const std::vector<ModelMessage>& messages, const ModelSettings& settings,
-                                             const ModelRequestParameters& params, const core::CancelToken* cancel) {
-  if (cancel != nullptr && cancel->cancelled()) return core::cancelled("function model: request cancelled");
+Result<ModelResponse> FunctionModel::request(const std::vector<ModelMessage>& messages,
+                                             const ModelSettings& settings,
+                                             const ModelRequestParameters& params,
+                                             const core::CancelToken* cancel) {
+  if (cancel != nullptr && cancel->cancelled())
+    return core::cancelled("function model: request cancelled");
   AgentInfo info{&params, &settings};
   if (function_) {
     CODEACT_TRY(auto response, function_(messages, info));
@@ -40,8 +46,10 @@ Result<ModelResponse> FunctionModel::request(const std::vector<ModelMessage>& me
 Result<ModelResponse> FunctionModel::request_stream(const std::vector<ModelMessage>& messages,
                                                     const ModelSettings& settings,
                                                     const ModelRequestParameters& params,
-                                                    const StreamHandler& on_event, const core::CancelToken* cancel) {
-  if (cancel != nullptr && cancel->cancelled()) return core::cancelled("function model: request cancelled");
+                                                    const StreamHandler& on_event,
+                                                    const core::CancelToken* cancel) {
+  if (cancel != nullptr && cancel->cancelled())
+    return core::cancelled("function model: request cancelled");
   if (!stream_function_) return Model::request_stream(messages, settings, params, on_event, cancel);
   AgentInfo info{&params, &settings};
   bool stopped = false;

@@ -14,8 +14,9 @@ std::string map_finish_reason(std::string_view reason) {
   if (reason.empty()) return "";
   if (reason == "STOP") return std::string(finish_reason::kStop);
   if (reason == "MAX_TOKENS") return std::string(finish_reason::kLength);
-  if (reason == "SAFETY" || reason == "RECITATION" || reason == "BLOCKLIST" || reason == "PROHIBITED_CONTENT" ||
-      reason == "SPII" || reason == "IMAGE_SAFETY" || reason == "LANGUAGE") {
+  if (reason == "SAFETY" || reason == "RECITATION" || reason == "BLOCKLIST" ||
+      reason == "PROHIBITED_CONTENT" || reason == "SPII" || reason == "IMAGE_SAFETY" ||
+      reason == "LANGUAGE") {
     return std::string(finish_reason::kContentFilter);
   }
   return std::string(finish_reason::kError);  // MALFORMED_FUNCTION_CALL, OTHER, ...
@@ -54,7 +55,8 @@ std::optional<core::Error> inline_error(const Json& j, const std::string& what) 
   core::Code code = core::Code::kUnavailable;
   if (it->is_object()) {
     auto c = it->find("code");
-    if (c != it->end() && c->is_number_integer()) code = internal::code_for_http_status(c->get<int>());
+    if (c != it->end() && c->is_number_integer())
+      code = internal::code_for_http_status(c->get<int>());
   }
   return core::Error(code, what + ": " + internal::provider_error_message(core::dump_json(j)));
 }
@@ -67,7 +69,8 @@ GeminiModel::GeminiModel(ProviderOptions options) : options_(std::move(options))
   if (!options_.transport) options_.transport = core::default_transport();
 }
 
-Json GeminiModel::build_request_body(const std::vector<ModelMessage>& messages, const ModelSettings& settings_in,
+Json GeminiModel::build_request_body(const std::vector<ModelMessage>& messages,
+                                     const ModelSettings& settings_in,
                                      const ModelRequestParameters& params) const {
   ModelSettings settings = options_.default_settings.merged(settings_in);
   Json contents = Json::array();
@@ -81,7 +84,9 @@ Json GeminiModel::build_request_body(const std::vector<ModelMessage>& messages, 
         } else if (auto* p = std::get_if<RetryPromptPart>(&part)) {
           if (!p->tool_name.empty()) {
             add_part(contents, "user",
-                     Json{{"functionResponse", {{"name", p->tool_name}, {"response", {{"call_error", p->model_response()}}}}}});
+                     Json{{"functionResponse",
+                           {{"name", p->tool_name},
+                            {"response", {{"call_error", p->model_response()}}}}}});
           } else {
             add_part(contents, "user", Json{{"text", p->model_response()}});
           }
@@ -95,7 +100,8 @@ Json GeminiModel::build_request_body(const std::vector<ModelMessage>& messages, 
           if (!p->content.empty()) add_part(contents, "model", Json{{"text", p->content}});
         } else if (auto* p = std::get_if<ToolCallPart>(&part)) {
           auto args = p->args_object();
-          Json call{{"functionCall", {{"name", p->tool_name}, {"args", args.ok() ? *args : Json::object()}}}};
+          Json call{{"functionCall",
+                     {{"name", p->tool_name}, {"args", args.ok() ? *args : Json::object()}}}};
           std::string signature = core::json_string(p->provider_details, "thought_signature");
           if (!signature.empty()) call["thoughtSignature"] = signature;
           add_part(contents, "model", std::move(call));
@@ -147,7 +153,9 @@ namespace {
 std::string api_base(const std::string& base) {
   std::string b = base;
   while (!b.empty() && b.back() == '/') b.pop_back();
-  auto ends_with = [&](std::string_view s) { return b.size() >= s.size() && b.compare(b.size() - s.size(), s.size(), s) == 0; };
+  auto ends_with = [&](std::string_view s) {
+    return b.size() >= s.size() && b.compare(b.size() - s.size(), s.size(), s) == 0;
+  };
   if (ends_with("/v1beta") || ends_with("/v1") || ends_with("/v1alpha")) return b;
   return b + "/v1beta";
 }
@@ -157,8 +165,8 @@ struct Call {
   internal::SendContext context;
 };
 
-Call prepare(const ProviderOptions& options, const ModelSettings& settings, std::string body, bool stream,
-             const core::CancelToken* cancel) {
+Call prepare(const ProviderOptions& options, const ModelSettings& settings, std::string body,
+             bool stream, const core::CancelToken* cancel) {
   Call call;
   call.context.what = options.provider_name + " model \"" + options.model_name + "\"";
   call.context.secret = options.api_key;
@@ -192,7 +200,8 @@ struct ChunkReader {
   std::string raw_reason;
 
   std::optional<core::Error> read_metadata(const Json& j) {
-    if (auto u = j.find("usageMetadata"); u != j.end() && u->is_object()) response.usage = map_usage(*u);
+    if (auto u = j.find("usageMetadata"); u != j.end() && u->is_object())
+      response.usage = map_usage(*u);
     std::string version = core::json_string(j, "modelVersion");
     if (!version.empty()) response.model_name = version;
     std::string id = core::json_string(j, "responseId");
@@ -223,7 +232,8 @@ const Json* first_candidate_parts(const Json& j) {
   return &*parts;
 }
 
-void finish_metadata(ModelResponse& response, const ProviderOptions& options, const std::string& raw_reason) {
+void finish_metadata(ModelResponse& response, const ProviderOptions& options,
+                     const std::string& raw_reason) {
   if (response.model_name.empty()) response.model_name = options.model_name;
   response.usage.requests = 1;
   response.timestamp = now_timestamp();
@@ -234,10 +244,13 @@ void finish_metadata(ModelResponse& response, const ProviderOptions& options, co
 
 }  // namespace
 
-Result<ModelResponse> GeminiModel::request(const std::vector<ModelMessage>& messages, const ModelSettings& settings,
-                                           const ModelRequestParameters& params, const core::CancelToken* cancel) {
-  Call call = prepare(options_, settings, core::dump_json(build_request_body(messages, settings, params)), false,
-                      cancel);
+Result<ModelResponse> GeminiModel::request(const std::vector<ModelMessage>& messages,
+                                           const ModelSettings& settings,
+                                           const ModelRequestParameters& params,
+                                           const core::CancelToken* cancel) {
+  Call call =
+      prepare(options_, settings, core::dump_json(build_request_body(messages, settings, params)),
+              false, cancel);
   const std::string& what = call.context.what;
   CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
   CODEACT_TRY(Json j, internal::parse_response_body(http.body, what));
@@ -259,7 +272,8 @@ Result<ModelResponse> GeminiModel::request(const std::vector<ModelMessage>& mess
           call_part.args_raw = core::dump_json(args);
         }
         call_part.tool_call_id = core::json_string(*fc, "id");
-        if (call_part.tool_call_id.empty()) call_part.tool_call_id = internal::generate_tool_call_id();
+        if (call_part.tool_call_id.empty())
+          call_part.tool_call_id = internal::generate_tool_call_id();
         if (!signature.empty()) call_part.provider_details = Json{{"thought_signature", signature}};
         response.parts.push_back(std::move(call_part));
       } else if (part.contains("text")) {
@@ -283,9 +297,11 @@ Result<ModelResponse> GeminiModel::request(const std::vector<ModelMessage>& mess
 Result<ModelResponse> GeminiModel::request_stream(const std::vector<ModelMessage>& messages,
                                                   const ModelSettings& settings,
                                                   const ModelRequestParameters& params,
-                                                  const StreamHandler& on_event, const core::CancelToken* cancel) {
-  Call call = prepare(options_, settings, core::dump_json(build_request_body(messages, settings, params)), true,
-                      cancel);
+                                                  const StreamHandler& on_event,
+                                                  const core::CancelToken* cancel) {
+  Call call =
+      prepare(options_, settings, core::dump_json(build_request_body(messages, settings, params)),
+              true, cancel);
   const std::string what = call.context.what;
   std::optional<StreamAssembler> assembler;
   ModelResponse response;
@@ -309,7 +325,8 @@ Result<ModelResponse> GeminiModel::request_stream(const std::vector<ModelMessage
   auto on_sse = [&](const core::SseEvent& event) -> bool {
     Json j = Json::parse(event.data, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
-      stream_error = core::data_loss(what + ": unreadable stream chunk: " + event.data.substr(0, 200));
+      stream_error =
+          core::data_loss(what + ": unreadable stream chunk: " + event.data.substr(0, 200));
       return false;
     }
     if (auto error = inline_error(j, what)) {
@@ -332,8 +349,9 @@ Result<ModelResponse> GeminiModel::request_stream(const std::vector<ModelMessage
         if (id.empty()) id = internal::generate_tool_call_id();
         Json args = fc->value("args", Json::object());
         Json details = signature.empty() ? Json() : Json{{"thought_signature", signature}};
-        assembler->tool_call_delta("call:" + std::to_string(part_counter++), core::json_string(*fc, "name"),
-                                   core::dump_json(args), id, details);
+        assembler->tool_call_delta("call:" + std::to_string(part_counter++),
+                                   core::json_string(*fc, "name"), core::dump_json(args), id,
+                                   details);
       } else if (part.contains("text")) {
         std::string text = core::json_string(part, "text");
         if (core::json_bool(part, "thought")) {
@@ -350,13 +368,16 @@ Result<ModelResponse> GeminiModel::request_stream(const std::vector<ModelMessage
     return !assembler->stopped();
   };
 
-  auto http = internal::send_sse_with_retry(*options_.transport, call.make, call.context, reset, on_sse);
+  auto http =
+      internal::send_sse_with_retry(*options_.transport, call.make, call.context, reset, on_sse);
   if (stream_error) return *stream_error;
-  if (assembler && assembler->stopped()) return core::cancelled(what + ": stream stopped by its consumer");
+  if (assembler && assembler->stopped())
+    return core::cancelled(what + ": stream stopped by its consumer");
   if (!http.ok()) return std::move(http).error();
   if (reader->raw_reason.empty()) {
-    return core::unavailable(what + ": the response stream ended before the response was complete "
-                                    "(no finishReason); the connection was probably cut");
+    return core::unavailable(what +
+                             ": the response stream ended before the response was complete "
+                             "(no finishReason); the connection was probably cut");
   }
   finish_metadata(response, options_, reader->raw_reason);
   assembler->finish(response);

@@ -44,7 +44,8 @@ inline Status read_string(const Json& j, const char* key, std::string& out, std:
 inline Status read_int(const Json& j, const char* key, int64_t& out, std::string_view path) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return core::ok_status();
-  if (!it->is_number_integer() && !it->is_number_unsigned()) return field_error(path, key, "an integer");
+  if (!it->is_number_integer() && !it->is_number_unsigned())
+    return field_error(path, key, "an integer");
   out = it->get<int64_t>();
   return core::ok_status();
 }
@@ -53,7 +54,8 @@ inline Status read_opt_int(const Json& j, const char* key, std::optional<int64_t
                            std::string_view path) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return core::ok_status();
-  if (!it->is_number_integer() && !it->is_number_unsigned()) return field_error(path, key, "an integer");
+  if (!it->is_number_integer() && !it->is_number_unsigned())
+    return field_error(path, key, "an integer");
   out = it->get<int64_t>();
   return core::ok_status();
 }

@@ -18,12 +18,13 @@ using internal::require_object;
 std::string now_timestamp() {
   auto now = std::chrono::system_clock::now();
   auto secs = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
   return buf;
 }
 
@@ -54,7 +55,8 @@ ToolCallPart ToolCallPart::from_args_text(std::string tool_name, std::string_vie
   part.tool_name = std::move(tool_name);
   part.tool_call_id = std::move(tool_call_id);
   if (args_text.find_first_not_of(" \t\r\n") == std::string_view::npos) return part;  // "" -> {}
-  Json parsed = Json::parse(args_text.begin(), args_text.end(), nullptr, /*allow_exceptions=*/false);
+  Json parsed =
+      Json::parse(args_text.begin(), args_text.end(), nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_discarded() && parsed.is_object()) {
     part.args = std::move(parsed);
   } else {
@@ -121,17 +123,23 @@ Json to_json(const ModelRequestPart& part) {
   return std::visit(
       Overloaded{
           [](const SystemPromptPart& p) {
-            return Json{{"part_kind", "system-prompt"}, {"content", p.content}, {"timestamp", p.timestamp}};
+            return Json{
+                {"part_kind", "system-prompt"}, {"content", p.content}, {"timestamp", p.timestamp}};
           },
           [](const UserPromptPart& p) {
-            return Json{{"part_kind", "user-prompt"}, {"content", p.content}, {"timestamp", p.timestamp}};
+            return Json{
+                {"part_kind", "user-prompt"}, {"content", p.content}, {"timestamp", p.timestamp}};
           },
           [](const ToolReturnPart& p) {
-            return Json{{"part_kind", "tool-return"}, {"tool_name", p.tool_name},     {"content", p.content},
-                        {"tool_call_id", p.tool_call_id}, {"timestamp", p.timestamp}};
+            return Json{{"part_kind", "tool-return"},
+                        {"tool_name", p.tool_name},
+                        {"content", p.content},
+                        {"tool_call_id", p.tool_call_id},
+                        {"timestamp", p.timestamp}};
           },
           [](const RetryPromptPart& p) {
-            Json j{{"part_kind", "retry-prompt"}, {"content", p.content}, {"timestamp", p.timestamp}};
+            Json j{
+                {"part_kind", "retry-prompt"}, {"content", p.content}, {"timestamp", p.timestamp}};
             j["tool_name"] = p.tool_name.empty() ? Json(nullptr) : Json(p.tool_name);
             j["tool_call_id"] = p.tool_call_id.empty() ? Json(nullptr) : Json(p.tool_call_id);
             return j;
@@ -142,14 +150,17 @@ Json to_json(const ModelRequestPart& part) {
 
 Json to_json(const ModelResponsePart& part) {
   return std::visit(Overloaded{
-                        [](const TextPart& p) { return Json{{"part_kind", "text"}, {"content", p.content}}; },
+                        [](const TextPart& p) {
+                          return Json{{"part_kind", "text"}, {"content", p.content}};
+                        },
                         [](const ToolCallPart& p) {
                           Json j{{"part_kind", "tool-call"},
                                  {"tool_name", p.tool_name},
                                  {"args", p.args},
                                  {"tool_call_id", p.tool_call_id}};
                           if (!p.args_raw.empty()) j["args_raw"] = p.args_raw;
-                          if (!p.provider_details.is_null()) j["provider_details"] = p.provider_details;
+                          if (!p.provider_details.is_null())
+                            j["provider_details"] = p.provider_details;
                           return j;
                         },
                         [](const ThinkingPart& p) {
@@ -246,8 +257,9 @@ Result<ModelRequestPart> request_part_at(const Json& j, const std::string& path)
     CODEACT_TRY_STATUS(read_string(j, "timestamp", p.timestamp, path));
     return ModelRequestPart(std::move(p));
   }
-  return core::invalid_argument(path + ": unknown request part_kind \"" + kind +
-                                "\" (expected system-prompt, user-prompt, tool-return or retry-prompt)");
+  return core::invalid_argument(
+      path + ": unknown request part_kind \"" + kind +
+      "\" (expected system-prompt, user-prompt, tool-return or retry-prompt)");
 }
 
 Result<ModelResponsePart> response_part_at(const Json& j, const std::string& path) {
@@ -304,9 +316,11 @@ Result<ModelRequest> request_at(const Json& j, const std::string& path) {
   CODEACT_TRY_STATUS(require_object(j, path));
   ModelRequest m;
   auto parts = j.find("parts");
-  if (parts == j.end() || !parts->is_array()) return internal::field_error(path, "parts", "an array");
+  if (parts == j.end() || !parts->is_array())
+    return internal::field_error(path, "parts", "an array");
   for (size_t i = 0; i < parts->size(); ++i) {
-    CODEACT_TRY(auto part, request_part_at((*parts)[i], path + ".parts[" + std::to_string(i) + "]"));
+    CODEACT_TRY(auto part,
+                request_part_at((*parts)[i], path + ".parts[" + std::to_string(i) + "]"));
     m.parts.push_back(std::move(part));
   }
   CODEACT_TRY_STATUS(read_string(j, "instructions", m.instructions, path));
@@ -317,9 +331,11 @@ Result<ModelResponse> response_at(const Json& j, const std::string& path) {
   CODEACT_TRY_STATUS(require_object(j, path));
   ModelResponse m;
   auto parts = j.find("parts");
-  if (parts == j.end() || !parts->is_array()) return internal::field_error(path, "parts", "an array");
+  if (parts == j.end() || !parts->is_array())
+    return internal::field_error(path, "parts", "an array");
   for (size_t i = 0; i < parts->size(); ++i) {
-    CODEACT_TRY(auto part, response_part_at((*parts)[i], path + ".parts[" + std::to_string(i) + "]"));
+    CODEACT_TRY(auto part,
+                response_part_at((*parts)[i], path + ".parts[" + std::to_string(i) + "]"));
     m.parts.push_back(std::move(part));
   }
   if (auto it = j.find("usage"); it != j.end()) {
@@ -346,13 +362,18 @@ Result<ModelMessage> message_at(const Json& j, const std::string& path) {
     CODEACT_TRY(auto m, response_at(j, path));
     return ModelMessage(std::move(m));
   }
-  return core::invalid_argument(path + ": unknown message kind \"" + kind + "\" (expected request or response)");
+  return core::invalid_argument(path + ": unknown message kind \"" + kind +
+                                "\" (expected request or response)");
 }
 
 }  // namespace
 
-Result<ModelRequestPart> request_part_from_json(const Json& j) { return request_part_at(j, "part"); }
-Result<ModelResponsePart> response_part_from_json(const Json& j) { return response_part_at(j, "part"); }
+Result<ModelRequestPart> request_part_from_json(const Json& j) {
+  return request_part_at(j, "part");
+}
+Result<ModelResponsePart> response_part_from_json(const Json& j) {
+  return response_part_at(j, "part");
+}
 Result<Usage> usage_from_json(const Json& j) { return usage_at(j, "usage"); }
 Result<ModelRequest> request_from_json(const Json& j) { return request_at(j, "message"); }
 Result<ModelResponse> response_from_json(const Json& j) { return response_at(j, "message"); }
@@ -360,7 +381,8 @@ Result<ModelMessage> message_from_json(const Json& j) { return message_at(j, "me
 
 Result<std::vector<ModelMessage>> messages_from_json(const Json& j) {
   if (!j.is_array()) {
-    return core::invalid_argument("messages: expected a JSON array, got " + std::string(j.type_name()));
+    return core::invalid_argument("messages: expected a JSON array, got " +
+                                  std::string(j.type_name()));
   }
   std::vector<ModelMessage> out;
   out.reserve(j.size());

@@ -23,16 +23,21 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 
 std::string_view output_mode_name(OutputMode mode) {
   switch (mode) {
-    case OutputMode::kText: return "text";
-    case OutputMode::kTool: return "tool";
-    case OutputMode::kNative: return "native";
-    case OutputMode::kPrompted: return "prompted";
+    case OutputMode::kText:
+      return "text";
+    case OutputMode::kTool:
+      return "tool";
+    case OutputMode::kNative:
+      return "native";
+    case OutputMode::kPrompted:
+      return "prompted";
   }
   return "text";
 }
 
 Result<OutputMode> output_mode_from_name(std::string_view name) {
-  for (auto mode : {OutputMode::kText, OutputMode::kTool, OutputMode::kNative, OutputMode::kPrompted}) {
+  for (auto mode :
+       {OutputMode::kText, OutputMode::kTool, OutputMode::kNative, OutputMode::kPrompted}) {
     if (output_mode_name(mode) == name) return mode;
   }
   return core::invalid_argument("unknown output mode \"" + std::string(name) +
@@ -78,7 +83,8 @@ bool replay_as_stream(const ModelResponse& response, const StreamHandler& on_eve
                      on_event(PartDeltaEvent{index, TextPartDelta{p.content}});
             },
             [&](const ToolCallPart& p) {
-              ToolCallPart start{p.tool_name, Json::object(), p.tool_call_id, "", p.provider_details};
+              ToolCallPart start{p.tool_name, Json::object(), p.tool_call_id, "",
+                                 p.provider_details};
               std::string args = p.args_raw.empty() ? core::dump_json(p.args) : p.args_raw;
               return on_event(PartStartEvent{index, start}) &&
                      on_event(PartDeltaEvent{index, ToolCallPartDelta{"", args, ""}});
@@ -98,7 +104,8 @@ bool replay_as_stream(const ModelResponse& response, const StreamHandler& on_eve
 Result<ModelResponse> Model::request_stream(const std::vector<ModelMessage>& messages,
                                             const ModelSettings& settings,
                                             const ModelRequestParameters& params,
-                                            const StreamHandler& on_event, const core::CancelToken* cancel) {
+                                            const StreamHandler& on_event,
+                                            const core::CancelToken* cancel) {
   CODEACT_TRY(auto response, request(messages, settings, params, cancel));
   if (!replay_as_stream(response, on_event)) {
     return core::cancelled("model stream stopped by its consumer");
@@ -119,7 +126,9 @@ Json to_json(const ToolDefinition& tool) {
 }
 
 Json to_json(const OutputObjectDefinition& output) {
-  Json j{{"name", output.name}, {"description", output.description}, {"json_schema", output.json_schema}};
+  Json j{{"name", output.name},
+         {"description", output.description},
+         {"json_schema", output.json_schema}};
   j["strict"] = output.strict ? Json(*output.strict) : Json(nullptr);
   return j;
 }
@@ -158,33 +167,36 @@ Json to_json(const ModelSettings& s) {
 }
 
 Json to_json(const ModelResponsePartDelta& delta) {
-  return std::visit(Overloaded{
-                        [](const TextPartDelta& d) {
-                          return Json{{"part_delta_kind", "text"}, {"content_delta", d.content_delta}};
-                        },
-                        [](const ToolCallPartDelta& d) {
-                          return Json{{"part_delta_kind", "tool_call"},
-                                      {"tool_name_delta", d.tool_name_delta},
-                                      {"args_delta", d.args_delta},
-                                      {"tool_call_id", d.tool_call_id}};
-                        },
-                        [](const ThinkingPartDelta& d) {
-                          return Json{{"part_delta_kind", "thinking"},
-                                      {"content_delta", d.content_delta},
-                                      {"signature_delta", d.signature_delta}};
-                        },
-                    },
-                    delta);
+  return std::visit(
+      Overloaded{
+          [](const TextPartDelta& d) {
+            return Json{{"part_delta_kind", "text"}, {"content_delta", d.content_delta}};
+          },
+          [](const ToolCallPartDelta& d) {
+            return Json{{"part_delta_kind", "tool_call"},
+                        {"tool_name_delta", d.tool_name_delta},
+                        {"args_delta", d.args_delta},
+                        {"tool_call_id", d.tool_call_id}};
+          },
+          [](const ThinkingPartDelta& d) {
+            return Json{{"part_delta_kind", "thinking"},
+                        {"content_delta", d.content_delta},
+                        {"signature_delta", d.signature_delta}};
+          },
+      },
+      delta);
 }
 
 Json to_json(const ModelStreamEvent& event) {
   return std::visit(
       Overloaded{
           [](const PartStartEvent& e) {
-            return Json{{"event_kind", "part_start"}, {"index", e.index}, {"part", to_json(e.part)}};
+            return Json{
+                {"event_kind", "part_start"}, {"index", e.index}, {"part", to_json(e.part)}};
           },
           [](const PartDeltaEvent& e) {
-            return Json{{"event_kind", "part_delta"}, {"index", e.index}, {"delta", to_json(e.delta)}};
+            return Json{
+                {"event_kind", "part_delta"}, {"index", e.index}, {"delta", to_json(e.delta)}};
           },
           [](const PartEndEvent& e) {
             return Json{{"event_kind", "part_end"}, {"index", e.index}, {"part", to_json(e.part)}};
@@ -222,7 +234,8 @@ Result<OutputObjectDefinition> output_object_at(const Json& j, const std::string
   return o;
 }
 
-Result<std::vector<ToolDefinition>> tools_at(const Json& j, const char* key, const std::string& path) {
+Result<std::vector<ToolDefinition>> tools_at(const Json& j, const char* key,
+                                             const std::string& path) {
   std::vector<ToolDefinition> tools;
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return tools;
@@ -272,14 +285,17 @@ Result<ModelSettings> settings_from_json(const Json& j) {
   CODEACT_TRY_STATUS(read_opt_double(j, "presence_penalty", s.presence_penalty, path));
   CODEACT_TRY_STATUS(read_opt_double(j, "frequency_penalty", s.frequency_penalty, path));
   if (auto it = j.find("stop_sequences"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return internal::field_error(path, "stop_sequences", "an array of strings");
+    if (!it->is_array())
+      return internal::field_error(path, "stop_sequences", "an array of strings");
     for (const auto& v : *it) {
-      if (!v.is_string()) return internal::field_error(path, "stop_sequences", "an array of strings");
+      if (!v.is_string())
+        return internal::field_error(path, "stop_sequences", "an array of strings");
       s.stop_sequences.push_back(v.get<std::string>());
     }
   }
   if (auto it = j.find("extra_headers"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return internal::field_error(path, "extra_headers", "an array of [name, value]");
+    if (!it->is_array())
+      return internal::field_error(path, "extra_headers", "an array of [name, value]");
     for (const auto& h : *it) {
       if (!h.is_array() || h.size() != 2 || !h[0].is_string() || !h[1].is_string()) {
         return internal::field_error(path, "extra_headers", "an array of [name, value]");
@@ -328,7 +344,8 @@ Result<ModelStreamEvent> stream_event_from_json(const Json& j) {
     auto it = j.find("part");
     if (it == j.end()) return internal::field_error(path, "part", "a response part");
     CODEACT_TRY(auto part, response_part_from_json(*it));
-    if (kind == "part_start") return ModelStreamEvent(PartStartEvent{static_cast<int>(index), std::move(part)});
+    if (kind == "part_start")
+      return ModelStreamEvent(PartStartEvent{static_cast<int>(index), std::move(part)});
     return ModelStreamEvent(PartEndEvent{static_cast<int>(index), std::move(part)});
   }
   if (kind == "part_delta") {

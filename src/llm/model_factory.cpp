@@ -12,10 +12,13 @@ using core::Result;
 namespace {
 
 constexpr std::string_view kAcceptedForms =
-    "accepted: openai:<model>, google-gla:<model> (or gemini:<model>), anthropic:<model>, ollama:<model>, "
+    "accepted: openai:<model>, google-gla:<model> (or gemini:<model>), anthropic:<model>, "
+    "ollama:<model>, "
     "openai-compatible:<model>@<base-url>, test";
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
 
 // Where a provider's settings live: the app_conf.yml llm block key and the environment variables.
 struct ProviderKeys {
@@ -27,8 +30,10 @@ struct ProviderKeys {
 
 ProviderKeys keys_for(const std::string& provider) {
   if (provider == "openai") return {{"openai"}, {"OPENAI_API_KEY"}, "OPENAI_BASE_URL", true};
-  if (provider == "google-gla") return {{"gemini", "google"}, {"GEMINI_API_KEY", "GOOGLE_API_KEY"}, "GEMINI_BASE_URL", true};
-  if (provider == "anthropic") return {{"anthropic"}, {"ANTHROPIC_API_KEY"}, "ANTHROPIC_BASE_URL", true};
+  if (provider == "google-gla")
+    return {{"gemini", "google"}, {"GEMINI_API_KEY", "GOOGLE_API_KEY"}, "GEMINI_BASE_URL", true};
+  if (provider == "anthropic")
+    return {{"anthropic"}, {"ANTHROPIC_API_KEY"}, "ANTHROPIC_BASE_URL", true};
   if (provider == "ollama") return {{"ollama"}, {}, "OLLAMA_BASE_URL", false};
   return {{"openai_compatible", "openai-compatible"}, {}, "", false};
 }
@@ -55,13 +60,14 @@ Result<ModelName> parse_model_name(std::string_view name) {
   size_t colon = n.find(':');
   if (colon == std::string_view::npos) {
     // A bare model name: infer the provider from well-known prefixes.
-    if (starts_with(n, "gpt-") || starts_with(n, "o1") || starts_with(n, "o3") || starts_with(n, "o4")) {
+    if (starts_with(n, "gpt-") || starts_with(n, "o1") || starts_with(n, "o3") ||
+        starts_with(n, "o4")) {
       return ModelName{"openai", std::string(n), ""};
     }
     if (starts_with(n, "gemini")) return ModelName{"google-gla", std::string(n), ""};
     if (starts_with(n, "claude")) return ModelName{"anthropic", std::string(n), ""};
-    return core::invalid_argument("model name \"" + std::string(name) + "\" has no provider prefix; " +
-                                  std::string(kAcceptedForms));
+    return core::invalid_argument("model name \"" + std::string(name) +
+                                  "\" has no provider prefix; " + std::string(kAcceptedForms));
   }
   std::string provider(n.substr(0, colon));
   std::string model(n.substr(colon + 1));
@@ -83,13 +89,14 @@ Result<ModelName> parse_model_name(std::string_view name) {
     }
     result.model = model.substr(0, at);
     result.base_url = model.substr(at + 1);
-  } else if (provider != "openai" && provider != "google-gla" && provider != "anthropic" && provider != "ollama") {
-    return core::invalid_argument("model name \"" + std::string(name) + "\": unknown provider \"" + provider + "\"; " +
-                                  std::string(kAcceptedForms));
+  } else if (provider != "openai" && provider != "google-gla" && provider != "anthropic" &&
+             provider != "ollama") {
+    return core::invalid_argument("model name \"" + std::string(name) + "\": unknown provider \"" +
+                                  provider + "\"; " + std::string(kAcceptedForms));
   }
   if (result.model.empty()) {
-    return core::invalid_argument("model name \"" + std::string(name) + "\": the model after \"" + provider +
-                                  ":\" is empty");
+    return core::invalid_argument("model name \"" + std::string(name) + "\": the model after \"" +
+                                  provider + ":\" is empty");
   }
   return result;
 }
@@ -100,7 +107,8 @@ Result<std::unique_ptr<Model>> make_model(std::string_view name_in, const ModelC
     std::string seed_model = block_string(config.llm_config, {"gemini"}, "model_name");
     if (seed_model.empty()) {
       return core::invalid_argument(
-          "no model given: pass a model name such as google-gla:gemini-2.5-pro or set llm.gemini.model_name in "
+          "no model given: pass a model name such as google-gla:gemini-2.5-pro or set "
+          "llm.gemini.model_name in "
           "app_conf.yml");
     }
     name = seed_model.find(':') == std::string::npos ? "google-gla:" + seed_model : seed_model;
@@ -129,21 +137,25 @@ Result<std::unique_ptr<Model>> make_model(std::string_view name_in, const ModelC
   options.default_settings = config.default_settings;
 
   options.api_key = config.api_key;
-  if (options.api_key.empty()) options.api_key = block_string(config.llm_config, keys.config_blocks, "api_key");
+  if (options.api_key.empty())
+    options.api_key = block_string(config.llm_config, keys.config_blocks, "api_key");
   for (const auto& var : keys.key_env) {
     if (!options.api_key.empty()) break;
     options.api_key = env_value(var);
   }
   if (options.api_key.empty() && keys.key_required) {
     std::string vars;
-    for (const auto& var : keys.key_env) vars += (vars.empty() ? "" : " (or ") + var + (vars.empty() ? "" : ")");
-    return core::failed_precondition("model \"" + name + "\": no API key; set " + vars + " or llm." +
-                                     keys.config_blocks.front() + ".api_key in app_conf.yml");
+    for (const auto& var : keys.key_env)
+      vars += (vars.empty() ? "" : " (or ") + var + (vars.empty() ? "" : ")");
+    return core::failed_precondition("model \"" + name + "\": no API key; set " + vars +
+                                     " or llm." + keys.config_blocks.front() +
+                                     ".api_key in app_conf.yml");
   }
 
   options.base_url = config.base_url;
   if (options.base_url.empty()) options.base_url = parsed.base_url;
-  if (options.base_url.empty()) options.base_url = block_string(config.llm_config, keys.config_blocks, "base_url");
+  if (options.base_url.empty())
+    options.base_url = block_string(config.llm_config, keys.config_blocks, "base_url");
   if (options.base_url.empty()) options.base_url = env_value(keys.base_url_env);
 
   if (parsed.provider == "google-gla") {
@@ -154,7 +166,8 @@ Result<std::unique_ptr<Model>> make_model(std::string_view name_in, const ModelC
   }
   OpenAIOptions openai;
   static_cast<ProviderOptions&>(openai) = std::move(options);
-  if (parsed.provider == "ollama" && openai.base_url.empty()) openai.base_url = std::string(kOllamaBaseUrl);
+  if (parsed.provider == "ollama" && openai.base_url.empty())
+    openai.base_url = std::string(kOllamaBaseUrl);
   return std::unique_ptr<Model>(std::make_unique<OpenAIModel>(std::move(openai)));
 }
 

@@ -15,7 +15,8 @@ namespace {
 std::string map_finish_reason(std::string_view reason) {
   if (reason == "stop") return std::string(finish_reason::kStop);
   if (reason == "length") return std::string(finish_reason::kLength);
-  if (reason == "tool_calls" || reason == "function_call") return std::string(finish_reason::kToolCall);
+  if (reason == "tool_calls" || reason == "function_call")
+    return std::string(finish_reason::kToolCall);
   if (reason == "content_filter") return std::string(finish_reason::kContentFilter);
   if (reason.empty()) return "";
   return std::string(finish_reason::kError);
@@ -52,10 +53,12 @@ void append_request(const ModelRequest& request, Json& out) {
     } else if (auto* p = std::get_if<UserPromptPart>(&part)) {
       out.push_back(Json{{"role", "user"}, {"content", p->content}});
     } else if (auto* p = std::get_if<ToolReturnPart>(&part)) {
-      out.push_back(Json{{"role", "tool"}, {"tool_call_id", p->tool_call_id}, {"content", p->content_text()}});
+      out.push_back(Json{
+          {"role", "tool"}, {"tool_call_id", p->tool_call_id}, {"content", p->content_text()}});
     } else if (auto* p = std::get_if<RetryPromptPart>(&part)) {
       if (!p->tool_call_id.empty() && !p->tool_name.empty()) {
-        out.push_back(Json{{"role", "tool"}, {"tool_call_id", p->tool_call_id}, {"content", p->model_response()}});
+        out.push_back(Json{
+            {"role", "tool"}, {"tool_call_id", p->tool_call_id}, {"content", p->model_response()}});
       } else {
         out.push_back(Json{{"role", "user"}, {"content", p->model_response()}});
       }
@@ -70,11 +73,12 @@ void append_response(const ModelResponse& response, Json& out) {
     if (auto* p = std::get_if<TextPart>(&part)) {
       text += p->content;
     } else if (auto* p = std::get_if<ToolCallPart>(&part)) {
-      tool_calls.push_back(Json{{"id", p->tool_call_id},
-                                {"type", "function"},
-                                {"function",
-                                 {{"name", p->tool_name},
-                                  {"arguments", p->args_raw.empty() ? core::dump_json(p->args) : p->args_raw}}}});
+      tool_calls.push_back(
+          Json{{"id", p->tool_call_id},
+               {"type", "function"},
+               {"function",
+                {{"name", p->tool_name},
+                 {"arguments", p->args_raw.empty() ? core::dump_json(p->args) : p->args_raw}}}});
     }
     // Thinking is not sent back: chat completions has no field for it.
   }
@@ -92,7 +96,8 @@ std::optional<core::Error> inline_error(const Json& j, const std::string& what) 
   core::Code code = core::Code::kUnavailable;
   if (it->is_object()) {
     auto c = it->find("code");
-    if (c != it->end() && c->is_number_integer()) code = internal::code_for_http_status(c->get<int>());
+    if (c != it->end() && c->is_number_integer())
+      code = internal::code_for_http_status(c->get<int>());
   }
   return core::Error(code, what + ": " + message);
 }
@@ -108,7 +113,8 @@ OpenAIModel::OpenAIModel(OpenAIOptions options) : options_(std::move(options)) {
   }
 }
 
-Json OpenAIModel::build_request_body(const std::vector<ModelMessage>& messages, const ModelSettings& settings_in,
+Json OpenAIModel::build_request_body(const std::vector<ModelMessage>& messages,
+                                     const ModelSettings& settings_in,
                                      const ModelRequestParameters& params, bool stream) const {
   ModelSettings settings = options_.default_settings.merged(settings_in);
   Json wire = Json::array();
@@ -126,7 +132,8 @@ Json OpenAIModel::build_request_body(const std::vector<ModelMessage>& messages, 
     if (!extra_system.empty()) extra_system += "\n\n";
     extra_system += internal::prompted_output_instructions(*params.output_object);
   }
-  if (!extra_system.empty()) wire.insert(wire.begin(), Json{{"role", "system"}, {"content", extra_system}});
+  if (!extra_system.empty())
+    wire.insert(wire.begin(), Json{{"role", "system"}, {"content", extra_system}});
 
   Json body{{"model", options_.model_name}, {"messages", std::move(wire)}};
   auto tools = params.all_tools();
@@ -145,7 +152,8 @@ Json OpenAIModel::build_request_body(const std::vector<ModelMessage>& messages, 
     body["response_format"] = Json{{"type", "json_schema"}, {"json_schema", std::move(schema)}};
   }
   if (settings.max_tokens) {
-    body[*options_.use_max_completion_tokens ? "max_completion_tokens" : "max_tokens"] = *settings.max_tokens;
+    body[*options_.use_max_completion_tokens ? "max_completion_tokens" : "max_tokens"] =
+        *settings.max_tokens;
   }
   if (settings.temperature) body["temperature"] = *settings.temperature;
   if (settings.top_p) body["top_p"] = *settings.top_p;
@@ -182,7 +190,8 @@ Call prepare(const OpenAIOptions& options, const ModelSettings& settings, std::s
     request.method = "POST";
     request.url = internal::join_url(options.base_url, "/chat/completions");
     request.headers = {{"Content-Type", "application/json"}, {"Accept", "application/json"}};
-    if (!options.api_key.empty()) request.headers.emplace_back("Authorization", "Bearer " + options.api_key);
+    if (!options.api_key.empty())
+      request.headers.emplace_back("Authorization", "Bearer " + options.api_key);
     for (const auto& h : options.extra_headers) request.headers.push_back(h);
     for (const auto& h : merged.extra_headers) request.headers.push_back(h);
     request.body = body;
@@ -194,24 +203,30 @@ Call prepare(const OpenAIOptions& options, const ModelSettings& settings, std::s
 
 }  // namespace
 
-Result<ModelResponse> OpenAIModel::request(const std::vector<ModelMessage>& messages, const ModelSettings& settings,
-                                           const ModelRequestParameters& params, const core::CancelToken* cancel) {
-  Call call = prepare(options_, settings, core::dump_json(build_request_body(messages, settings, params, false)),
-                      cancel);
+Result<ModelResponse> OpenAIModel::request(const std::vector<ModelMessage>& messages,
+                                           const ModelSettings& settings,
+                                           const ModelRequestParameters& params,
+                                           const core::CancelToken* cancel) {
+  Call call =
+      prepare(options_, settings,
+              core::dump_json(build_request_body(messages, settings, params, false)), cancel);
   CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
   const std::string& what = call.context.what;
   CODEACT_TRY(Json j, internal::parse_response_body(http.body, what));
   if (auto error = inline_error(j, what)) return *error;
   auto choices = j.find("choices");
-  if (choices == j.end() || !choices->is_array() || choices->empty() || !(*choices)[0].is_object()) {
-    return core::data_loss(what + ": response has no choices: " + core::dump_json(j).substr(0, 300));
+  if (choices == j.end() || !choices->is_array() || choices->empty() ||
+      !(*choices)[0].is_object()) {
+    return core::data_loss(what +
+                           ": response has no choices: " + core::dump_json(j).substr(0, 300));
   }
   const Json& choice = (*choices)[0];
   const Json message = choice.value("message", Json::object());
   ModelResponse response;
   std::string reasoning = core::json_string(message, "reasoning_content");
   if (reasoning.empty()) reasoning = core::json_string(message, "reasoning");
-  if (!reasoning.empty()) response.parts.push_back(ThinkingPart{reasoning, "", options_.provider_name});
+  if (!reasoning.empty())
+    response.parts.push_back(ThinkingPart{reasoning, "", options_.provider_name});
   std::string content = core::json_string(message, "content");
   if (!content.empty()) response.parts.push_back(TextPart{content});
   std::string refusal = core::json_string(message, "refusal");
@@ -228,8 +243,9 @@ Result<ModelResponse> OpenAIModel::request(const std::vector<ModelMessage>& mess
         part.args = args;
         part.tool_call_id = id;
       } else {
-        part = ToolCallPart::from_args_text(core::json_string(function, "name"),
-                                            args.is_string() ? args.get<std::string>() : core::dump_json(args), id);
+        part = ToolCallPart::from_args_text(
+            core::json_string(function, "name"),
+            args.is_string() ? args.get<std::string>() : core::dump_json(args), id);
       }
       response.parts.push_back(std::move(part));
     }
@@ -248,9 +264,11 @@ Result<ModelResponse> OpenAIModel::request(const std::vector<ModelMessage>& mess
 Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage>& messages,
                                                   const ModelSettings& settings,
                                                   const ModelRequestParameters& params,
-                                                  const StreamHandler& on_event, const core::CancelToken* cancel) {
-  Call call = prepare(options_, settings, core::dump_json(build_request_body(messages, settings, params, true)),
-                      cancel);
+                                                  const StreamHandler& on_event,
+                                                  const core::CancelToken* cancel) {
+  Call call =
+      prepare(options_, settings,
+              core::dump_json(build_request_body(messages, settings, params, true)), cancel);
   const std::string what = call.context.what;
 
   // Per-attempt stream state.
@@ -280,14 +298,16 @@ Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage
     }
     Json j = Json::parse(event.data, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
-      stream_error = core::data_loss(what + ": unreadable stream chunk: " + event.data.substr(0, 200));
+      stream_error =
+          core::data_loss(what + ": unreadable stream chunk: " + event.data.substr(0, 200));
       return false;
     }
     if (auto error = inline_error(j, what)) {
       stream_error = *error;
       return false;
     }
-    if (response.provider_response_id.empty()) response.provider_response_id = core::json_string(j, "id");
+    if (response.provider_response_id.empty())
+      response.provider_response_id = core::json_string(j, "id");
     if (response.model_name.empty()) response.model_name = core::json_string(j, "model");
     if (auto u = j.find("usage"); u != j.end() && u->is_object()) response.usage = map_usage(*u);
     auto choices = j.find("choices");
@@ -300,7 +320,8 @@ Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage
       if (!delta.is_object()) continue;
       std::string reasoning = core::json_string(delta, "reasoning_content");
       if (reasoning.empty()) reasoning = core::json_string(delta, "reasoning");
-      if (!reasoning.empty()) assembler->thinking_delta("thinking", reasoning, "", options_.provider_name);
+      if (!reasoning.empty())
+        assembler->thinking_delta("thinking", reasoning, "", options_.provider_name);
       assembler->text_delta("text", core::json_string(delta, "content"));
       auto calls = delta.find("tool_calls");
       if (calls == delta.end() || !calls->is_array()) continue;
@@ -312,9 +333,11 @@ Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage
         const Json function = c.value("function", Json::object());
         std::string name = core::json_string(function, "name");
         Json args_json = function.value("arguments", Json(""));
-        std::string args = args_json.is_string() ? args_json.get<std::string>() : core::dump_json(args_json);
+        std::string args =
+            args_json.is_string() ? args_json.get<std::string>() : core::dump_json(args_json);
         // Find the key for this call index; a new id on a known index starts a new call.
-        auto found = std::find_if(call_ids.begin(), call_ids.end(), [&](auto& kv) { return kv.first == index; });
+        auto found = std::find_if(call_ids.begin(), call_ids.end(),
+                                  [&](auto& kv) { return kv.first == index; });
         std::string key;
         if (found == call_ids.end()) {
           call_ids.emplace_back(index, id);
@@ -337,13 +360,16 @@ Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage
     return !assembler->stopped();
   };
 
-  auto http = internal::send_sse_with_retry(*options_.transport, call.make, call.context, reset, on_sse);
+  auto http =
+      internal::send_sse_with_retry(*options_.transport, call.make, call.context, reset, on_sse);
   if (stream_error) return *stream_error;
-  if (assembler && assembler->stopped()) return core::cancelled(what + ": stream stopped by its consumer");
+  if (assembler && assembler->stopped())
+    return core::cancelled(what + ": stream stopped by its consumer");
   if (!http.ok()) return std::move(http).error();
   if (!done && raw_reason.empty()) {
-    return core::unavailable(what + ": the response stream ended before the response was complete "
-                                    "(no finish_reason and no [DONE]); the connection was probably cut");
+    return core::unavailable(what +
+                             ": the response stream ended before the response was complete "
+                             "(no finish_reason and no [DONE]); the connection was probably cut");
   }
   if (response.model_name.empty()) response.model_name = options_.model_name;
   response.usage.requests = 1;

@@ -44,7 +44,8 @@ std::string format_seconds(milliseconds d) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2fs", static_cast<double>(d.count()) / 1000.0);
   std::string out = buf;
-  while (out.size() > 3 && out[out.size() - 2] == '0') out.erase(out.size() - 2, 1);  // "1.50s" -> "1.5s"
+  while (out.size() > 3 && out[out.size() - 2] == '0')
+    out.erase(out.size() - 2, 1);  // "1.50s" -> "1.5s"
   return out;
 }
 
@@ -57,7 +58,8 @@ std::optional<milliseconds> parse_retry_after(std::string_view value,
   if (std::isdigit(static_cast<unsigned char>(v[0]))) {
     char* end = nullptr;
     double seconds = std::strtod(v.c_str(), &end);
-    if (end == nullptr || *end != '\0' || !std::isfinite(seconds) || seconds < 0) return std::nullopt;
+    if (end == nullptr || *end != '\0' || !std::isfinite(seconds) || seconds < 0)
+      return std::nullopt;
     return milliseconds(static_cast<int64_t>(seconds * 1000));
   }
   // HTTP-date (IMF-fixdate): "Wed, 21 Oct 2015 07:28:00 GMT".
@@ -106,14 +108,22 @@ std::string provider_error_message(std::string_view body) {
 
 Code code_for_http_status(int status) {
   switch (status) {
-    case 400: return Code::kInvalidArgument;
-    case 401: return Code::kUnauthenticated;
-    case 403: return Code::kPermissionDenied;
-    case 404: return Code::kNotFound;
-    case 408: return Code::kUnavailable;
-    case 409: return Code::kAborted;
-    case 429: return Code::kResourceExhausted;
-    default: break;
+    case 400:
+      return Code::kInvalidArgument;
+    case 401:
+      return Code::kUnauthenticated;
+    case 403:
+      return Code::kPermissionDenied;
+    case 404:
+      return Code::kNotFound;
+    case 408:
+      return Code::kUnavailable;
+    case 409:
+      return Code::kAborted;
+    case 429:
+      return Code::kResourceExhausted;
+    default:
+      break;
   }
   if (status >= 500) return Code::kUnavailable;
   return Code::kInvalidArgument;
@@ -133,8 +143,8 @@ Result<Json> parse_response_body(std::string_view body, const std::string& what)
   Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     std::string start(body.substr(0, 200));
-    return core::data_loss(what + ": the response body is not JSON (" + std::to_string(body.size()) +
-                           " bytes): " + start);
+    return core::data_loss(what + ": the response body is not JSON (" +
+                           std::to_string(body.size()) + " bytes): " + start);
   }
   return j;
 }
@@ -145,7 +155,8 @@ bool sleep_unless_cancelled(milliseconds duration, const core::CancelToken* canc
     if (cancel != nullptr && cancel->cancelled()) return false;
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return true;
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(deadline - now, milliseconds(20)));
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(deadline - now, milliseconds(20)));
   }
 }
 
@@ -180,7 +191,8 @@ Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
     if (request.on_body) {
       auto inner = std::move(request.on_body);
       request.on_body = [&captured, inner = std::move(inner)](std::string_view chunk) {
-        if (captured.size() < kErrorBodyLimit) captured.append(chunk.substr(0, kErrorBodyLimit - captured.size()));
+        if (captured.size() < kErrorBodyLimit)
+          captured.append(chunk.substr(0, kErrorBodyLimit - captured.size()));
         return inner(chunk);
       };
     }
@@ -193,10 +205,9 @@ Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
       if (e.code() == Code::kCancelled) return core::cancelled(ctx.what + ": request cancelled");
       std::string message = redact(e.message(), ctx.secret);
       if (e.code() == Code::kDeadlineExceeded) {
-        return core::deadline_exceeded(ctx.what + ": no complete response within " +
-                                       format_seconds(request.timeout) +
-                                       " (raise ModelSettings::timeout_seconds if the model needs longer; " +
-                                       message + ")");
+        return core::deadline_exceeded(
+            ctx.what + ": no complete response within " + format_seconds(request.timeout) +
+            " (raise ModelSettings::timeout_seconds if the model needs longer; " + message + ")");
       }
       error = core::Error(e.code(), ctx.what + ": " + message);
     } else if (result->status >= 200 && result->status < 300) {
@@ -211,9 +222,11 @@ Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
       error = core::Error(code_for_http_status(response.status), message);
     }
 
-    const bool retryable = error->code() == Code::kUnavailable || error->code() == Code::kResourceExhausted;
+    const bool retryable =
+        error->code() == Code::kUnavailable || error->code() == Code::kResourceExhausted;
     if (!retryable || attempt >= policy.max_attempts || (ctx.may_retry && !ctx.may_retry())) {
-      if (retryable && attempt > 1) return error->with_context("after " + std::to_string(attempt) + " attempts");
+      if (retryable && attempt > 1)
+        return error->with_context("after " + std::to_string(attempt) + " attempts");
       return *error;
     }
     milliseconds wait = std::min(backoff, policy.max_backoff);
@@ -221,21 +234,24 @@ Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
       if (*retry_after > policy.max_retry_after) return *error;
       wait = std::max(wait, *retry_after);
     }
-    auto elapsed = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
+    auto elapsed =
+        std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
     if (elapsed + wait > policy.max_total) {
       return error->with_context("after " + std::to_string(attempt) + " attempts");
     }
-    core::log().info("{} (attempt {}/{}); retrying in {} ms", error->message(), attempt, policy.max_attempts,
-                     wait.count());
-    if (!sleep_unless_cancelled(wait, ctx.cancel)) return core::cancelled(ctx.what + ": request cancelled");
-    backoff = milliseconds(static_cast<int64_t>(static_cast<double>(backoff.count()) * policy.backoff_multiplier));
+    core::log().info("{} (attempt {}/{}); retrying in {} ms", error->message(), attempt,
+                     policy.max_attempts, wait.count());
+    if (!sleep_unless_cancelled(wait, ctx.cancel))
+      return core::cancelled(ctx.what + ": request cancelled");
+    backoff = milliseconds(
+        static_cast<int64_t>(static_cast<double>(backoff.count()) * policy.backoff_multiplier));
   }
 }
 
-Result<HttpResponse> send_sse_with_retry(core::HttpTransport& transport,
-                                         const std::function<HttpRequest()>& make_request,
-                                         const SendContext& context, const std::function<void()>& reset,
-                                         const std::function<bool(const core::SseEvent&)>& on_event) {
+Result<HttpResponse> send_sse_with_retry(
+    core::HttpTransport& transport, const std::function<HttpRequest()>& make_request,
+    const SendContext& context, const std::function<void()>& reset,
+    const std::function<bool(const core::SseEvent&)>& on_event) {
   core::SseParser parser;
   bool aborted = false;
   auto make = [&]() {
@@ -314,8 +330,9 @@ bool StreamAssembler::has_part(const std::string& key) const {
 }
 
 void StreamAssembler::close_key(const std::string& key) {
-  keys_.erase(std::remove_if(keys_.begin(), keys_.end(), [&](const auto& kv) { return kv.first == key; }),
-              keys_.end());
+  keys_.erase(
+      std::remove_if(keys_.begin(), keys_.end(), [&](const auto& kv) { return kv.first == key; }),
+      keys_.end());
 }
 
 void StreamAssembler::emit(const ModelStreamEvent& event) {
@@ -380,11 +397,14 @@ void StreamAssembler::tool_call_delta(const std::string& key, std::string_view n
 
 ModelResponsePart StreamAssembler::to_part(const Part& part) const {
   switch (part.kind) {
-    case Part::kText: return TextPart{part.content};
-    case Part::kThinking: return ThinkingPart{part.content, part.signature, part.provider_name};
+    case Part::kText:
+      return TextPart{part.content};
+    case Part::kThinking:
+      return ThinkingPart{part.content, part.signature, part.provider_name};
     case Part::kToolCall: {
       ToolCallPart call = ToolCallPart::from_args_text(
-          part.tool_name, part.content, part.tool_call_id.empty() ? generate_tool_call_id() : part.tool_call_id);
+          part.tool_name, part.content,
+          part.tool_call_id.empty() ? generate_tool_call_id() : part.tool_call_id);
       call.provider_details = part.provider_details;
       return call;
     }

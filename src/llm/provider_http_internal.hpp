@@ -17,8 +17,8 @@ namespace codeact::llm::internal {
 
 // The wait a Retry-After (or retry-after-ms) header asks for; nullopt when absent or unreadable.
 // Accepts delta-seconds ("12", "1.5") and HTTP dates ("Wed, 21 Oct 2015 07:28:00 GMT").
-std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value,
-                                                           std::chrono::system_clock::time_point now);
+std::optional<std::chrono::milliseconds> parse_retry_after(
+    std::string_view value, std::chrono::system_clock::time_point now);
 std::optional<std::chrono::milliseconds> retry_after_of(const core::HttpResponse& response);
 
 // The human-readable message in a provider error body: {"error": {"message": ...}} (OpenAI,
@@ -35,7 +35,7 @@ core::Code code_for_http_status(int status);
 std::string redact(std::string text, std::string_view secret);
 
 struct SendContext {
-  std::string what;  // "openai model \"gpt-4.1\"": starts every error message
+  std::string what;    // "openai model \"gpt-4.1\"": starts every error message
   std::string secret;  // the API key: never appears in an error message
   RetryPolicy retry;
   const core::CancelToken* cancel = nullptr;
@@ -48,9 +48,9 @@ struct SendContext {
 // is exhausted. A non-2xx response becomes an Error (code from the status, message from the
 // provider's error body, Retry-After noted). For a streamed request the first 64 KiB of the body
 // are kept for that purpose.
-core::Result<core::HttpResponse> send_with_retry(core::HttpTransport& transport,
-                                                 const std::function<core::HttpRequest()>& make_request,
-                                                 const SendContext& context);
+core::Result<core::HttpResponse> send_with_retry(
+    core::HttpTransport& transport, const std::function<core::HttpRequest()>& make_request,
+    const SendContext& context);
 
 // Parses a 2xx response body; DataLoss quoting its start when it is not JSON.
 core::Result<Json> parse_response_body(std::string_view body, const std::string& what);
@@ -59,7 +59,8 @@ core::Result<Json> parse_response_body(std::string_view body, const std::string&
 bool sleep_unless_cancelled(std::chrono::milliseconds duration, const core::CancelToken* cancel);
 
 // Per-attempt timeout from settings or the provider default.
-std::chrono::milliseconds request_timeout(const ModelSettings& settings, std::chrono::milliseconds fallback);
+std::chrono::milliseconds request_timeout(const ModelSettings& settings,
+                                          std::chrono::milliseconds fallback);
 
 // "https://x/v1" + "/chat/completions" without doubled or missing slashes.
 std::string join_url(std::string_view base, std::string_view path);
@@ -86,8 +87,9 @@ class StreamAssembler {
   void thinking_delta(const std::string& key, std::string_view content, std::string_view signature,
                       std::string_view provider_name);
   // Starts a tool call part (if `key` is new) and appends what is given.
-  void tool_call_delta(const std::string& key, std::string_view name_delta, std::string_view args_delta,
-                       std::string_view tool_call_id, const Json& provider_details = nullptr);
+  void tool_call_delta(const std::string& key, std::string_view name_delta,
+                       std::string_view args_delta, std::string_view tool_call_id,
+                       const Json& provider_details = nullptr);
   bool has_part(const std::string& key) const;
   // Forget `key` so the next delta under it starts a new part.
   void close_key(const std::string& key);

@@ -65,14 +65,16 @@ Json generate(const Json& root, const Json& schema, int seed, int depth) {
     Json items = schema.value("items", Json::object());
     int64_t n = std::max<int64_t>(1, core::json_int(schema, "minItems", 1));
     Json out = Json::array();
-    for (int64_t i = 0; i < n; ++i) out.push_back(generate(root, items, seed + static_cast<int>(i), depth + 1));
+    for (int64_t i = 0; i < n; ++i)
+      out.push_back(generate(root, items, seed + static_cast<int>(i), depth + 1));
     return out;
   }
   if (type == "object") {
     Json out = Json::object();
     if (auto props = schema.find("properties"); props != schema.end() && props->is_object()) {
       int i = 0;
-      for (auto& [name, sub] : props->items()) out[name] = generate(root, sub, seed + i++, depth + 1);
+      for (auto& [name, sub] : props->items())
+        out[name] = generate(root, sub, seed + i++, depth + 1);
     }
     return out;
   }
@@ -95,13 +97,18 @@ int64_t word_count(const std::string& text) {
 
 }  // namespace
 
-Json generate_from_schema(const Json& schema, int seed) { return generate(schema, schema, seed, 0); }
+Json generate_from_schema(const Json& schema, int seed) {
+  return generate(schema, schema, seed, 0);
+}
 
 TestModel::TestModel(TestModelOptions options) : options_(std::move(options)) {}
 
-Result<ModelResponse> TestModel::request(const std::vector<ModelMessage>& messages, const ModelSettings& /*settings*/,
-                                         const ModelRequestParameters& params, const core::CancelToken* cancel) {
-  if (cancel != nullptr && cancel->cancelled()) return core::cancelled("test model: request cancelled");
+Result<ModelResponse> TestModel::request(const std::vector<ModelMessage>& messages,
+                                         const ModelSettings& /*settings*/,
+                                         const ModelRequestParameters& params,
+                                         const core::CancelToken* cancel) {
+  if (cancel != nullptr && cancel->cancelled())
+    return core::cancelled("test model: request cancelled");
   ModelResponse response;
   response.model_name = options_.model_name;
   response.provider_name = "test";
@@ -118,7 +125,8 @@ Result<ModelResponse> TestModel::request(const std::vector<ModelMessage>& messag
   const bool first_turn = std::none_of(messages.begin(), messages.end(), [](const ModelMessage& m) {
     return std::holds_alternative<ModelResponse>(m);
   });
-  const ModelRequest* last = messages.empty() ? nullptr : std::get_if<ModelRequest>(&messages.back());
+  const ModelRequest* last =
+      messages.empty() ? nullptr : std::get_if<ModelRequest>(&messages.back());
 
   // Tools that asked for a retry are called again with other arguments.
   std::vector<std::string> retry_tools;
@@ -137,8 +145,8 @@ Result<ModelResponse> TestModel::request(const std::vector<ModelMessage>& messag
     }
   } else if (first_turn) {
     for (const auto& tool : params.function_tools) {
-      if (options_.call_tools &&
-          std::find(options_.call_tools->begin(), options_.call_tools->end(), tool.name) == options_.call_tools->end()) {
+      if (options_.call_tools && std::find(options_.call_tools->begin(), options_.call_tools->end(),
+                                           tool.name) == options_.call_tools->end()) {
         continue;
       }
       make_call(tool, generate_from_schema(tool.parameters_json_schema, options_.seed));
@@ -149,12 +157,15 @@ Result<ModelResponse> TestModel::request(const std::vector<ModelMessage>& messag
     // The final answer.
     if (params.output_mode == OutputMode::kTool && !params.output_tools.empty()) {
       const auto& tool = params.output_tools.front();
-      make_call(tool, options_.custom_output_args ? *options_.custom_output_args
-                                                  : generate_from_schema(tool.parameters_json_schema, options_.seed));
-    } else if ((params.output_mode == OutputMode::kNative || params.output_mode == OutputMode::kPrompted) &&
+      make_call(tool, options_.custom_output_args
+                          ? *options_.custom_output_args
+                          : generate_from_schema(tool.parameters_json_schema, options_.seed));
+    } else if ((params.output_mode == OutputMode::kNative ||
+                params.output_mode == OutputMode::kPrompted) &&
                params.output_object) {
-      Json value = options_.custom_output_args ? *options_.custom_output_args
-                                               : generate_from_schema(params.output_object->json_schema, options_.seed);
+      Json value = options_.custom_output_args
+                       ? *options_.custom_output_args
+                       : generate_from_schema(params.output_object->json_schema, options_.seed);
       response.parts.push_back(TextPart{core::dump_json(value)});
     } else if (options_.custom_output_text) {
       response.parts.push_back(TextPart{*options_.custom_output_text});
@@ -164,12 +175,13 @@ Result<ModelResponse> TestModel::request(const std::vector<ModelMessage>& messag
       for (const auto& m : messages) {
         if (auto* request = std::get_if<ModelRequest>(&m)) {
           for (const auto& part : request->parts) {
-            if (auto* ret = std::get_if<ToolReturnPart>(&part)) summary[ret->tool_name] = ret->content;
+            if (auto* ret = std::get_if<ToolReturnPart>(&part))
+              summary[ret->tool_name] = ret->content;
           }
         }
       }
-      response.parts.push_back(
-          TextPart{summary.empty() ? std::string("success (no tool calls)") : core::dump_json(summary)});
+      response.parts.push_back(TextPart{summary.empty() ? std::string("success (no tool calls)")
+                                                        : core::dump_json(summary)});
     }
     response.finish_reason = response.tool_calls().empty() ? std::string(finish_reason::kStop)
                                                            : std::string(finish_reason::kToolCall);

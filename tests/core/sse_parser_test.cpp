@@ -1,9 +1,9 @@
-#include "codeact/core/sse.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "codeact/core/sse.hpp"
 
 namespace codeact::core {
 namespace {

@@ -1,7 +1,8 @@
 // Anthropic Messages API against a local server speaking the documented protocol.
+#include "codeact/llm/anthropic_model.hpp"
+
 #include <gtest/gtest.h>
 
-#include "codeact/llm/anthropic_model.hpp"
 #include "fake_provider_server.hpp"
 #include "stream_recorder.hpp"
 
@@ -29,7 +30,8 @@ ModelRequestParameters code_tools() {
   ModelRequestParameters p;
   p.function_tools.push_back(ToolDefinition{
       "run_code", "Run Python code",
-      Json::parse(R"({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]})"),
+      Json::parse(
+          R"({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]})"),
       std::nullopt, "function"});
   return p;
 }
@@ -52,7 +54,8 @@ TEST(AnthropicModel, SendsTheDocumentedRequestAndReadsToolUseBlocks) {
   ModelResponse call;
   call.parts.push_back(ThinkingPart{"let me think", "sig-1", "anthropic"});
   call.parts.push_back(TextPart{"Running."});
-  call.parts.push_back(ToolCallPart{"run_code", Json{{"code", "print(55)"}}, "toolu_a", "", nullptr});
+  call.parts.push_back(
+      ToolCallPart{"run_code", Json{{"code", "print(55)"}}, "toolu_a", "", nullptr});
   call.parts.push_back(ToolCallPart{"run_code", Json{{"code", "x"}}, "toolu_b", "", nullptr});
   ModelRequest returns;
   returns.parts.push_back(ToolReturnPart{"run_code", Json("55\n"), "toolu_a", ""});
@@ -82,13 +85,17 @@ TEST(AnthropicModel, SendsTheDocumentedRequestAndReadsToolUseBlocks) {
   EXPECT_EQ(m[0]["role"], "user");
   EXPECT_EQ(m[0]["content"][0], (Json{{"type", "text"}, {"text", "Sum 1..10"}}));
   EXPECT_EQ(m[1]["role"], "assistant");
-  EXPECT_EQ(m[1]["content"][0], (Json{{"type", "thinking"}, {"thinking", "let me think"}, {"signature", "sig-1"}}));
+  EXPECT_EQ(m[1]["content"][0],
+            (Json{{"type", "thinking"}, {"thinking", "let me think"}, {"signature", "sig-1"}}));
   EXPECT_EQ(m[1]["content"][1]["type"], "text");
-  EXPECT_EQ(m[1]["content"][2], (Json{{"type", "tool_use"}, {"id", "toolu_a"}, {"name", "run_code"},
+  EXPECT_EQ(m[1]["content"][2], (Json{{"type", "tool_use"},
+                                      {"id", "toolu_a"},
+                                      {"name", "run_code"},
                                       {"input", {{"code", "print(55)"}}}}));
   EXPECT_EQ(m[2]["role"], "user");
   ASSERT_EQ(m[2]["content"].size(), 2u) << "both results in one user turn";
-  EXPECT_EQ(m[2]["content"][0], (Json{{"type", "tool_result"}, {"tool_use_id", "toolu_a"}, {"content", "55\n"}}));
+  EXPECT_EQ(m[2]["content"][0],
+            (Json{{"type", "tool_result"}, {"tool_use_id", "toolu_a"}, {"content", "55\n"}}));
   EXPECT_EQ(m[2]["content"][1]["tool_use_id"], "toolu_b");
   EXPECT_EQ(m[2]["content"][1]["is_error"], true);
 
@@ -108,7 +115,9 @@ TEST(AnthropicModel, SendsTheDocumentedRequestAndReadsToolUseBlocks) {
 
 std::vector<std::string> full_stream() {
   return {
-      sse_event("message_start", Json::parse(R"({"type": "message_start", "message": {"id": "msg_s", "type": "message",
+      sse_event(
+          "message_start",
+          Json::parse(R"({"type": "message_start", "message": {"id": "msg_s", "type": "message",
           "role": "assistant", "content": [], "model": "claude-sonnet-4-5", "stop_reason": null,
           "usage": {"input_tokens": 25, "output_tokens": 1}}})")),
       sse_event("content_block_start", Json::parse(R"({"type": "content_block_start", "index": 0,
@@ -140,7 +149,8 @@ std::vector<std::string> full_stream() {
       sse_event("content_block_delta", Json::parse(R"({"type": "content_block_delta", "index": 3,
           "delta": {"type": "input_json_delta", "partial_json": "{\"code\": \"1\"}"}})")),
       sse_event("content_block_stop", Json::parse(R"({"type": "content_block_stop", "index": 3})")),
-      sse_event("message_delta", Json::parse(R"({"type": "message_delta", "delta": {"stop_reason": "tool_use",
+      sse_event("message_delta",
+                Json::parse(R"({"type": "message_delta", "delta": {"stop_reason": "tool_use",
           "stop_sequence": null}, "usage": {"output_tokens": 89}})")),
       sse_event("message_stop", Json::parse(R"({"type": "message_stop"})")),
   };
@@ -186,7 +196,8 @@ TEST(AnthropicModel, ErrorEventMidStreamCarriesItsMessage) {
   FakeProviderServer server;
   auto events = full_stream();
   events.resize(3);
-  events.push_back(sse_event("error", Json::parse(R"({"type": "error", "error": {"type": "overloaded_error",
+  events.push_back(
+      sse_event("error", Json::parse(R"({"type": "error", "error": {"type": "overloaded_error",
                                                      "message": "Overloaded"}})")));
   server.enqueue(sse_response(events));
   AnthropicModel model(options_for(server));
@@ -194,7 +205,8 @@ TEST(AnthropicModel, ErrorEventMidStreamCarriesItsMessage) {
   auto r = model.request_stream(user_says("go"), {}, {}, recorder.handler());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), core::Code::kUnavailable);
-  EXPECT_NE(r.error().message().find("overloaded_error: Overloaded"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("overloaded_error: Overloaded"), std::string::npos)
+      << r.error().message();
 }
 
 TEST(AnthropicModel, StreamCutBeforeMessageStopIsAnError) {
@@ -214,13 +226,16 @@ TEST(AnthropicModel, StreamCutBeforeMessageStopIsAnError) {
   EXPECT_EQ(server.request_count(), 1u);
   auto r2 = model.request_stream(user_says("go"), {}, code_tools(), recorder.handler());
   ASSERT_FALSE(r2.ok());
-  EXPECT_NE(r2.error().message().find("before message_stop"), std::string::npos) << r2.error().message();
+  EXPECT_NE(r2.error().message().find("before message_stop"), std::string::npos)
+      << r2.error().message();
 }
 
 TEST(AnthropicModel, AuthErrorsAreNotRetriedAndOverloadIs) {
   FakeProviderServer server;
-  server.enqueue(json_response(Json::parse(R"({"type": "error", "error": {"type": "authentication_error",
-      "message": "invalid x-api-key"}})"), 401));
+  server.enqueue(
+      json_response(Json::parse(R"({"type": "error", "error": {"type": "authentication_error",
+      "message": "invalid x-api-key"}})"),
+                    401));
   AnthropicModel model(options_for(server));
   auto r = model.request(user_says("hi"), {}, {});
   ASSERT_FALSE(r.ok());
@@ -229,9 +244,12 @@ TEST(AnthropicModel, AuthErrorsAreNotRetriedAndOverloadIs) {
   EXPECT_EQ(r.error().message().find("sk-ant-test"), std::string::npos);
   EXPECT_EQ(server.request_count(), 1u);
 
-  server.enqueue(json_response(Json::parse(R"({"type": "error", "error": {"type": "overloaded_error",
-      "message": "Overloaded"}})"), 529));
-  server.enqueue(json_response(Json::parse(R"({"id": "msg_2", "type": "message", "role": "assistant",
+  server.enqueue(
+      json_response(Json::parse(R"({"type": "error", "error": {"type": "overloaded_error",
+      "message": "Overloaded"}})"),
+                    529));
+  server.enqueue(
+      json_response(Json::parse(R"({"id": "msg_2", "type": "message", "role": "assistant",
       "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": "fine"}], "stop_reason": "end_turn",
       "usage": {"input_tokens": 3, "output_tokens": 1}})")));
   auto ok = model.request(user_says("hi"), {}, {});
@@ -243,7 +261,8 @@ TEST(AnthropicModel, AuthErrorsAreNotRetriedAndOverloadIs) {
 
 TEST(AnthropicModel, StructuredOutputIsPromptedAndRequiredToolUseIsAny) {
   FakeProviderServer server;
-  server.enqueue(json_response(Json::parse(R"({"id": "m", "type": "message", "role": "assistant", "model": "c",
+  server.enqueue(
+      json_response(Json::parse(R"({"id": "m", "type": "message", "role": "assistant", "model": "c",
       "content": [{"type": "text", "text": "{\"answer\": 55}"}], "stop_reason": "end_turn",
       "usage": {"input_tokens": 3, "output_tokens": 1}})")));
   AnthropicModel model(options_for(server));
@@ -251,12 +270,14 @@ TEST(AnthropicModel, StructuredOutputIsPromptedAndRequiredToolUseIsAny) {
   params.output_mode = OutputMode::kNative;
   params.allow_text_output = false;
   params.output_object = OutputObjectDefinition{
-      "final_result", "", Json::parse(R"({"type": "object", "properties": {"answer": {"type": "integer"}}})"),
+      "final_result", "",
+      Json::parse(R"({"type": "object", "properties": {"answer": {"type": "integer"}}})"),
       std::nullopt};
   auto r = model.request(user_says("sum"), {}, params);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   Json body = server.last_request().json();
-  EXPECT_NE(body["system"].get<std::string>().find("\"answer\""), std::string::npos) << body["system"];
+  EXPECT_NE(body["system"].get<std::string>().find("\"answer\""), std::string::npos)
+      << body["system"];
   EXPECT_EQ(body["tool_choice"]["type"], "any");
 }
 

@@ -71,7 +71,9 @@ inline std::string sse_event(const std::string& event, const core::Json& data) {
 class FakeProviderServer {
  public:
   FakeProviderServer() {
-    auto handler = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
+    auto handler = [this](const httplib::Request& req, httplib::Response& res) {
+      handle(req, res);
+    };
     server_.Post(R"(.*)", handler);
     server_.Get(R"(.*)", handler);
     // One request per connection: stop() must not wait for an idle keep-alive connection.
@@ -116,7 +118,8 @@ class FakeProviderServer {
       requests_.push_back(RecordedRequest{req.method, req.path, req.params, req.headers, req.body});
       if (script_.empty()) {
         res.status = 500;
-        res.set_content(R"({"error":{"message":"test server: no scripted response left"}})", "application/json");
+        res.set_content(R"({"error":{"message":"test server: no scripted response left"}})",
+                        "application/json");
         return;
       }
       script = std::move(script_.front());
@@ -131,23 +134,24 @@ class FakeProviderServer {
       res.set_content(body, script.content_type);
       return;
     }
-    res.set_chunked_content_provider(script.content_type, [script](size_t, httplib::DataSink& sink) {
-      for (const auto& chunk : script.chunks) {
-        if (script.chunk_delay.count() > 0) std::this_thread::sleep_for(script.chunk_delay);
-        if (!sink.write(chunk.data(), chunk.size())) return false;
-      }
-      if (script.cut) return false;  // no terminating chunk: the client sees a cut transfer
-      sink.done();
-      return true;
-    });
+    res.set_chunked_content_provider(
+        script.content_type, [script](size_t, httplib::DataSink& sink) {
+          for (const auto& chunk : script.chunks) {
+            if (script.chunk_delay.count() > 0) std::this_thread::sleep_for(script.chunk_delay);
+            if (!sink.write(chunk.data(), chunk.size())) return false;
+          }
+          if (script.cut) return false;  // no terminating chunk: the client sees a cut transfer
+          sink.done();
+          return true;
+        });
   }
 
   httplib::Server server_;
   std::thread thread_;
   int port_ = 0;
   mutable std::mutex mu_;
-  std::deque<ScriptedResponse> script_;     // GUARDED_BY(mu_)
-  std::vector<RecordedRequest> requests_;   // GUARDED_BY(mu_)
+  std::deque<ScriptedResponse> script_;    // GUARDED_BY(mu_)
+  std::vector<RecordedRequest> requests_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace codeact::llm::testing

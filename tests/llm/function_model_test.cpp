@@ -1,12 +1,15 @@
+#include "codeact/llm/function_model.hpp"
+
 #include <gtest/gtest.h>
 
-#include "codeact/llm/function_model.hpp"
 #include "codeact/llm/test_model.hpp"
 
 namespace codeact::llm {
 namespace {
 
-std::vector<ModelMessage> ask(const std::string& prompt) { return {ModelRequest::user_prompt(prompt)}; }
+std::vector<ModelMessage> ask(const std::string& prompt) {
+  return {ModelRequest::user_prompt(prompt)};
+}
 
 ToolDefinition run_code_tool() {
   return ToolDefinition{"run_code", "Run Python code",
@@ -17,11 +20,12 @@ ToolDefinition run_code_tool() {
 }
 
 TEST(FunctionModel, CallbackSeesMessagesAndToolsAndPlaysTheModel) {
-  FunctionModel model([](const std::vector<ModelMessage>& messages, const AgentInfo& info) -> core::Result<ModelResponse> {
+  FunctionModel model([](const std::vector<ModelMessage>& messages,
+                         const AgentInfo& info) -> core::Result<ModelResponse> {
     ModelResponse r;
     const auto& request = std::get<ModelRequest>(messages.back());
-    r.parts.push_back(TextPart{"you said: " + std::get<UserPromptPart>(request.parts[0]).content + ", tools: " +
-                               std::to_string(info.params->function_tools.size())});
+    r.parts.push_back(TextPart{"you said: " + std::get<UserPromptPart>(request.parts[0]).content +
+                               ", tools: " + std::to_string(info.params->function_tools.size())});
     return r;
   });
   ModelRequestParameters params;
@@ -43,19 +47,21 @@ TEST(FunctionModel, CallbackSeesMessagesAndToolsAndPlaysTheModel) {
 }
 
 TEST(FunctionModel, StreamFunctionEmitsItsOwnEvents) {
-  FunctionModel model(nullptr, [](const std::vector<ModelMessage>&, const AgentInfo&,
-                                  const StreamHandler& emit) -> core::Result<ModelResponse> {
-    emit(PartStartEvent{0, TextPart{}});
-    emit(PartDeltaEvent{0, TextPartDelta{"4"}});
-    emit(PartDeltaEvent{0, TextPartDelta{"2"}});
-    ModelResponse r;
-    r.parts.push_back(TextPart{"42"});
-    return r;
-  });
+  FunctionModel model(nullptr,
+                      [](const std::vector<ModelMessage>&, const AgentInfo&,
+                         const StreamHandler& emit) -> core::Result<ModelResponse> {
+                        emit(PartStartEvent{0, TextPart{}});
+                        emit(PartDeltaEvent{0, TextPartDelta{"4"}});
+                        emit(PartDeltaEvent{0, TextPartDelta{"2"}});
+                        ModelResponse r;
+                        r.parts.push_back(TextPart{"42"});
+                        return r;
+                      });
   std::string text;
   int finals = 0;
   auto response = model.request_stream(ask("?"), {}, {}, [&](const ModelStreamEvent& e) {
-    if (auto* d = std::get_if<PartDeltaEvent>(&e)) text += std::get<TextPartDelta>(d->delta).content_delta;
+    if (auto* d = std::get_if<PartDeltaEvent>(&e))
+      text += std::get<TextPartDelta>(d->delta).content_delta;
     if (std::holds_alternative<FinalResponseEvent>(e)) ++finals;
     return true;
   });
@@ -68,9 +74,10 @@ TEST(FunctionModel, StreamFunctionEmitsItsOwnEvents) {
 }
 
 TEST(FunctionModel, ErrorsAndCancellationPropagate) {
-  FunctionModel failing([](const std::vector<ModelMessage>&, const AgentInfo&) -> core::Result<ModelResponse> {
-    return core::unavailable("scripted outage");
-  });
+  FunctionModel failing(
+      [](const std::vector<ModelMessage>&, const AgentInfo&) -> core::Result<ModelResponse> {
+        return core::unavailable("scripted outage");
+      });
   auto r = failing.request(ask("x"), {}, {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), core::Code::kUnavailable);
@@ -85,7 +92,8 @@ TEST(TestModel, CallsEveryToolOnceThenSummarizesTheReturns) {
   TestModel model;
   ModelRequestParameters params;
   params.function_tools.push_back(run_code_tool());
-  params.function_tools.push_back(ToolDefinition{"list_files", "", Json{{"type", "object"}}, std::nullopt, "function"});
+  params.function_tools.push_back(
+      ToolDefinition{"list_files", "", Json{{"type", "object"}}, std::nullopt, "function"});
   std::vector<ModelMessage> messages = ask("go");
   auto first = model.request(messages, {}, params);
   ASSERT_TRUE(first.ok());
@@ -100,12 +108,14 @@ TEST(TestModel, CallsEveryToolOnceThenSummarizesTheReturns) {
   messages.push_back(*first);
   ModelRequest returns;
   returns.parts.push_back(ToolReturnPart{"run_code", Json("55"), calls[0].tool_call_id, ""});
-  returns.parts.push_back(ToolReturnPart{"list_files", Json::array({"a.txt"}), calls[1].tool_call_id, ""});
+  returns.parts.push_back(
+      ToolReturnPart{"list_files", Json::array({"a.txt"}), calls[1].tool_call_id, ""});
   messages.push_back(returns);
   auto second = model.request(messages, {}, params);
   ASSERT_TRUE(second.ok());
   EXPECT_TRUE(second->tool_calls().empty());
-  EXPECT_EQ(Json::parse(second->text()), Json::parse(R"({"run_code": "55", "list_files": ["a.txt"]})"));
+  EXPECT_EQ(Json::parse(second->text()),
+            Json::parse(R"({"run_code": "55", "list_files": ["a.txt"]})"));
 }
 
 TEST(TestModel, StructuredOutputThroughOutputToolOrJsonText) {
@@ -115,7 +125,8 @@ TEST(TestModel, StructuredOutputThroughOutputToolOrJsonText) {
   ModelRequestParameters tool_mode;
   tool_mode.output_mode = OutputMode::kTool;
   tool_mode.allow_text_output = false;
-  tool_mode.output_tools.push_back(ToolDefinition{"final_result", "", Json{{"type", "object"}}, std::nullopt, "output"});
+  tool_mode.output_tools.push_back(
+      ToolDefinition{"final_result", "", Json{{"type", "object"}}, std::nullopt, "output"});
   auto r = model.request(ask("q"), {}, tool_mode);
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->tool_calls().size(), 1u);
@@ -126,7 +137,8 @@ TEST(TestModel, StructuredOutputThroughOutputToolOrJsonText) {
   ModelRequestParameters native;
   native.output_mode = OutputMode::kNative;
   native.output_object = OutputObjectDefinition{
-      "answer", "", Json::parse(R"({"type": "object", "properties": {"city": {"$ref": "#/$defs/City"}},
+      "answer", "",
+      Json::parse(R"({"type": "object", "properties": {"city": {"$ref": "#/$defs/City"}},
                                    "$defs": {"City": {"type": "object", "properties": {"name": {"type": "string"},
                                                                                        "pop": {"type": "integer"}}}}})"),
       std::nullopt};
@@ -146,7 +158,8 @@ TEST(TestModel, RetriedToolIsCalledAgain) {
   ASSERT_TRUE(first.ok());
   messages.push_back(*first);
   ModelRequest retry;
-  retry.parts.push_back(RetryPromptPart{"code: bad", "run_code", first->tool_calls()[0].tool_call_id, ""});
+  retry.parts.push_back(
+      RetryPromptPart{"code: bad", "run_code", first->tool_calls()[0].tool_call_id, ""});
   messages.push_back(retry);
   auto second = model.request(messages, {}, params);
   ASSERT_TRUE(second.ok());

@@ -1,8 +1,9 @@
 // Gemini generateContent / streamGenerateContent?alt=sse against a local server speaking the
 // documented protocol.
+#include "codeact/llm/gemini_model.hpp"
+
 #include <gtest/gtest.h>
 
-#include "codeact/llm/gemini_model.hpp"
 #include "codeact/llm/model_factory.hpp"
 #include "fake_provider_server.hpp"
 #include "stream_recorder.hpp"
@@ -32,7 +33,8 @@ ModelRequestParameters code_tools() {
   ModelRequestParameters p;
   p.function_tools.push_back(ToolDefinition{
       "run_code", "Run Python code",
-      Json::parse(R"({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"],
+      Json::parse(
+          R"({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"],
                       "additionalProperties": false})"),
       std::nullopt, "function"});
   return p;
@@ -103,7 +105,8 @@ TEST(GeminiModel, SendsTheDocumentedRequestAndReadsSeveralFunctionCalls) {
   EXPECT_EQ(calls[0].args["code"], "print(1)");
   EXPECT_EQ(calls[1].args["code"], "print(2)");
   EXPECT_FALSE(calls[0].tool_call_id.empty());
-  EXPECT_NE(calls[0].tool_call_id, calls[1].tool_call_id) << "ids are generated when Gemini gives none";
+  EXPECT_NE(calls[0].tool_call_id, calls[1].tool_call_id)
+      << "ids are generated when Gemini gives none";
   EXPECT_EQ(calls[0].provider_details["thought_signature"], "c2ln");
   EXPECT_EQ(r->usage.input_tokens, 40);
   EXPECT_EQ(r->usage.output_tokens, 20) << "thought tokens are output tokens";
@@ -117,14 +120,17 @@ TEST(GeminiModel, SendsTheDocumentedRequestAndReadsSeveralFunctionCalls) {
 TEST(GeminiModel, StreamsOverSseWithTextAndFunctionCalls) {
   FakeProviderServer server;
   auto chunk = [](const std::string& parts, const std::string& extra = "") {
-    return sse_data(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": )" + parts + "}" + extra +
+    return sse_data(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": )" +
+                                parts + "}" + extra +
                                 R"(}], "modelVersion": "gemini-2.5-pro", "responseId": "r-7"})"));
   };
-  std::string usage = R"({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}],
+  std::string usage =
+      R"({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}],
                           "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 4}})";
   std::vector<std::string> chunks = {
       chunk(R"([{"text": "I'll "}])"), chunk(R"([{"text": "compute it."}])"),
-      chunk(R"J([{"functionCall": {"name": "run_code", "args": {"code": "print(sum(range(11)))"}}}])J"),
+      chunk(
+          R"J([{"functionCall": {"name": "run_code", "args": {"code": "print(sum(range(11)))"}}}])J"),
       chunk(R"J([{"functionCall": {"name": "run_code", "args": {"code": "print(2)"}}}])J"),
       sse_data(Json::parse(usage))};
   // Gemini separates events with CRLF pairs.
@@ -160,7 +166,8 @@ TEST(GeminiModel, StructuredOutputAndRequiredToolUse) {
   GeminiModel model(options_for(server));
   ModelRequestParameters native;
   native.output_mode = OutputMode::kNative;
-  native.output_object = OutputObjectDefinition{"final_result", "", Json{{"type", "object"}}, std::nullopt};
+  native.output_object =
+      OutputObjectDefinition{"final_result", "", Json{{"type", "object"}}, std::nullopt};
   auto r = model.request(user_says("sum"), {}, native);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   Json generation = server.last_request().json()["generationConfig"];
@@ -177,21 +184,28 @@ TEST(GeminiModel, StructuredOutputAndRequiredToolUse) {
 TEST(GeminiModel, ErrorBodiesAndRetries) {
   FakeProviderServer server;
   server.enqueue(json_response(Json::parse(R"({"error": {"code": 400,
-      "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT"}})"), 400));
+      "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT"}})"),
+                               400));
   GeminiModel model(options_for(server));
   auto r = model.request(user_says("hi"), {}, {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), core::Code::kInvalidArgument);
-  EXPECT_NE(r.error().message().find("API key not valid"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("API key not valid"), std::string::npos)
+      << r.error().message();
   EXPECT_EQ(r.error().message().find("g-test-key"), std::string::npos);
 
-  ScriptedResponse busy = json_response(Json::parse(R"({"error": {"code": 429, "message": "Resource has been exhausted",
-      "status": "RESOURCE_EXHAUSTED"}})"), 429);
+  ScriptedResponse busy =
+      json_response(Json::parse(R"({"error": {"code": 429, "message": "Resource has been exhausted",
+      "status": "RESOURCE_EXHAUSTED"}})"),
+                    429);
   busy.headers = {{"Retry-After", "0"}};
   server.enqueue(busy);
-  server.enqueue(json_response(Json::parse(R"({"error": {"code": 503, "message": "The model is overloaded.",
-      "status": "UNAVAILABLE"}})"), 503));
-  server.enqueue(json_response(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]},
+  server.enqueue(
+      json_response(Json::parse(R"({"error": {"code": 503, "message": "The model is overloaded.",
+      "status": "UNAVAILABLE"}})"),
+                    503));
+  server.enqueue(json_response(
+      Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]},
       "finishReason": "STOP"}]})")));
   auto ok = model.request(user_says("hi"), {}, {});
   ASSERT_TRUE(ok.ok()) << ok.error().to_string();
@@ -201,8 +215,10 @@ TEST(GeminiModel, ErrorBodiesAndRetries) {
 
 TEST(GeminiModel, StreamCutBeforeFinishReasonIsAnError) {
   FakeProviderServer server;
-  auto cut = sse_response({sse_data(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "Par"}]}}]})")),
-                           "data: {\"candidates\": [{\"content\": {\"ro"});
+  auto cut = sse_response(
+      {sse_data(Json::parse(
+           R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "Par"}]}}]})")),
+       "data: {\"candidates\": [{\"content\": {\"ro"});
   cut.cut = true;
   server.enqueue(cut);
   GeminiModel model(options_for(server));
@@ -212,18 +228,22 @@ TEST(GeminiModel, StreamCutBeforeFinishReasonIsAnError) {
   EXPECT_EQ(r.error().code(), core::Code::kUnavailable) << r.error().to_string();
   EXPECT_EQ(recorder.count<FinalResponseEvent>(), 0);
 
-  server.enqueue(sse_response({sse_data(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "Par"}]}}]})"))}));
+  server.enqueue(sse_response({sse_data(Json::parse(
+      R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "Par"}]}}]})"))}));
   auto r2 = model.request_stream(user_says("go"), {}, {}, recorder.handler());
   ASSERT_FALSE(r2.ok());
-  EXPECT_NE(r2.error().message().find("no finishReason"), std::string::npos) << r2.error().message();
+  EXPECT_NE(r2.error().message().find("no finishReason"), std::string::npos)
+      << r2.error().message();
 }
 
 TEST(GeminiModel, SeedConfigBlockAndGeminiBaseUrl) {
   FakeProviderServer server;
-  server.enqueue(json_response(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "hello"}]},
+  server.enqueue(json_response(
+      Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "hello"}]},
       "finishReason": "STOP"}]})")));
   ModelConfig config;
-  config.llm_config = Json{{"gemini", {{"api_key", "from-yaml"}, {"model_name", "gemini-2.5-flash"}}}};
+  config.llm_config =
+      Json{{"gemini", {{"api_key", "from-yaml"}, {"model_name", "gemini-2.5-flash"}}}};
   config.env = [&](const std::string& name) -> std::optional<std::string> {
     if (name == "GEMINI_BASE_URL") return server.base_url();
     return std::nullopt;
@@ -238,13 +258,16 @@ TEST(GeminiModel, SeedConfigBlockAndGeminiBaseUrl) {
 
 TEST(GeminiModel, StreamedThoughtsFormOnePartAndSignaturesTravelBack) {
   FakeProviderServer server;
-  server.enqueue(sse_response({
-      sse_data(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "Think", "thought": true}]}}]})")),
-      sse_data(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "ing.", "thought": true}]}}]})")),
-      sse_data(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [
+  server.enqueue(sse_response(
+      {sse_data(Json::parse(
+           R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "Think", "thought": true}]}}]})")),
+       sse_data(Json::parse(
+           R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "ing.", "thought": true}]}}]})")),
+       sse_data(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [
           {"functionCall": {"name": "run_code", "args": {"code": "1"}}, "thoughtSignature": "U0lH"}]},
           "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 3, "thoughtsTokenCount": 7}})"))}));
-  server.enqueue(json_response(Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "1"}]},
+  server.enqueue(json_response(
+      Json::parse(R"({"candidates": [{"content": {"role": "model", "parts": [{"text": "1"}]},
       "finishReason": "STOP"}]})")));
   GeminiModel model(options_for(server));
   StreamRecorder recorder;

@@ -32,8 +32,10 @@ std::vector<ModelMessage> full_conversation() {
   response.provider_details = Json{{"finish_reason", "tool_use"}};
 
   ModelRequest second;
-  second.parts.push_back(ToolReturnPart{"run_code", Json{{"stdout", "55\n"}}, "call_1", "2026-11-29T18:00:02.000Z"});
-  second.parts.push_back(RetryPromptPart{"invalid JSON", "broken", "call_2", "2026-11-29T18:00:02.001Z"});
+  second.parts.push_back(
+      ToolReturnPart{"run_code", Json{{"stdout", "55\n"}}, "call_1", "2026-11-29T18:00:02.000Z"});
+  second.parts.push_back(
+      RetryPromptPart{"invalid JSON", "broken", "call_2", "2026-11-29T18:00:02.001Z"});
   second.parts.push_back(RetryPromptPart{"plain text is not allowed", "", "", ""});
   ModelResponse last;
   last.parts.push_back(TextPart{"55"});
@@ -112,15 +114,18 @@ TEST(Messages, AcceptsPydanticAiStringArgsAndErrorLists) {
 }
 
 TEST(Messages, BadJsonNamesThePath) {
-  Json j = Json::parse(R"([{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "hi"},
+  Json j =
+      Json::parse(R"([{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "hi"},
                                                           {"part_kind": "shout", "content": "x"}]}])");
   auto messages = messages_from_json(j);
   ASSERT_FALSE(messages.ok());
   EXPECT_EQ(messages.error().code(), core::Code::kInvalidArgument);
-  EXPECT_NE(messages.error().message().find("messages[0].parts[1]"), std::string::npos) << messages.error().message();
+  EXPECT_NE(messages.error().message().find("messages[0].parts[1]"), std::string::npos)
+      << messages.error().message();
   EXPECT_NE(messages.error().message().find("shout"), std::string::npos);
 
-  auto wrong_type = message_from_json(Json::parse(R"({"kind": "response", "parts": [{"part_kind": "text", "content": 3}]})"));
+  auto wrong_type = message_from_json(
+      Json::parse(R"({"kind": "response", "parts": [{"part_kind": "text", "content": 3}]})"));
   ASSERT_FALSE(wrong_type.ok());
   EXPECT_NE(wrong_type.error().message().find("content"), std::string::npos);
 }
@@ -145,11 +150,12 @@ TEST(Messages, ResponseHelpersAndUsageSum) {
 
 TEST(ModelTypes, RequestParametersAndSettingsRoundTrip) {
   ModelRequestParameters params;
-  params.function_tools.push_back(ToolDefinition{
-      "run_code", "Run Python", Json{{"type", "object"}, {"properties", {{"code", {{"type", "string"}}}}}}, true,
-      "function"});
-  params.output_tools.push_back(ToolDefinition{"final_result", "The answer", Json{{"type", "object"}}, std::nullopt,
-                                               "output"});
+  params.function_tools.push_back(
+      ToolDefinition{"run_code", "Run Python",
+                     Json{{"type", "object"}, {"properties", {{"code", {{"type", "string"}}}}}},
+                     true, "function"});
+  params.output_tools.push_back(ToolDefinition{"final_result", "The answer",
+                                               Json{{"type", "object"}}, std::nullopt, "output"});
   params.output_mode = OutputMode::kTool;
   params.output_object = OutputObjectDefinition{"answer", "desc", Json{{"type", "object"}}, false};
   params.allow_text_output = false;
@@ -213,7 +219,8 @@ TEST(ModelTypes, ReplayAsStreamEmitsStartDeltaEndFinal) {
     return true;
   }));
   ASSERT_EQ(events.size(), 7u);
-  EXPECT_EQ(std::get<PartDeltaEvent>(events[4]).delta, ModelResponsePartDelta(ToolCallPartDelta{"", "{\"a\":1}", ""}));
+  EXPECT_EQ(std::get<PartDeltaEvent>(events[4]).delta,
+            ModelResponsePartDelta(ToolCallPartDelta{"", "{\"a\":1}", ""}));
   EXPECT_EQ(std::get<FinalResponseEvent>(events[6]).response, response);
   int seen = 0;
   EXPECT_FALSE(replay_as_stream(response, [&](const ModelStreamEvent&) { return ++seen < 2; }));

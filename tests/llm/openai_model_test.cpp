@@ -1,10 +1,11 @@
 // OpenAI chat completions against a local server speaking the documented protocol.
+#include "codeact/llm/openai_model.hpp"
+
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "codeact/llm/model_factory.hpp"
-#include "codeact/llm/openai_model.hpp"
 #include "fake_provider_server.hpp"
 #include "stream_recorder.hpp"
 
@@ -33,10 +34,11 @@ ModelRequestParameters code_tools() {
   ModelRequestParameters p;
   p.function_tools.push_back(ToolDefinition{
       "run_code", "Run Python code in the sandbox",
-      Json::parse(R"({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]})"), true,
-      "function"});
-  p.function_tools.push_back(ToolDefinition{"list_files", "List files", Json{{"type", "object"}}, std::nullopt,
-                                            "function"});
+      Json::parse(
+          R"({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]})"),
+      true, "function"});
+  p.function_tools.push_back(ToolDefinition{"list_files", "List files", Json{{"type", "object"}},
+                                            std::nullopt, "function"});
   return p;
 }
 
@@ -45,11 +47,13 @@ std::vector<ModelMessage> conversation_with_tool_history() {
   first.parts.push_back(SystemPromptPart{"You write Python.", ""});
   first.parts.push_back(UserPromptPart{"Sum 1..10", ""});
   ModelResponse call;
-  call.parts.push_back(ToolCallPart{"run_code", Json{{"code", "print(55)"}}, "call_a", "", nullptr});
+  call.parts.push_back(
+      ToolCallPart{"run_code", Json{{"code", "print(55)"}}, "call_a", "", nullptr});
   call.parts.push_back(ToolCallPart::from_args_text("list_files", "{oops", "call_b"));
   ModelRequest returns;
   returns.parts.push_back(ToolReturnPart{"run_code", Json("55\n"), "call_a", ""});
-  returns.parts.push_back(RetryPromptPart{"arguments are not valid JSON", "list_files", "call_b", ""});
+  returns.parts.push_back(
+      RetryPromptPart{"arguments are not valid JSON", "list_files", "call_b", ""});
   returns.instructions = "Be brief.";
   return {first, call, returns};
 }
@@ -100,8 +104,10 @@ TEST(OpenAIModel, SendsTheDocumentedRequestAndReadsToolCallsWithNullContent) {
   EXPECT_EQ(m[3]["role"], "assistant");
   EXPECT_TRUE(m[3]["content"].is_null());
   EXPECT_EQ(m[3]["tool_calls"][0]["id"], "call_a");
-  EXPECT_EQ(Json::parse(m[3]["tool_calls"][0]["function"]["arguments"].get<std::string>())["code"], "print(55)");
-  EXPECT_EQ(m[3]["tool_calls"][1]["function"]["arguments"], "{oops") << "raw arguments are echoed unchanged";
+  EXPECT_EQ(Json::parse(m[3]["tool_calls"][0]["function"]["arguments"].get<std::string>())["code"],
+            "print(55)");
+  EXPECT_EQ(m[3]["tool_calls"][1]["function"]["arguments"], "{oops")
+      << "raw arguments are echoed unchanged";
   EXPECT_EQ(m[4], (Json{{"role", "tool"}, {"tool_call_id", "call_a"}, {"content", "55\n"}}));
   EXPECT_EQ(m[5]["role"], "tool");
   EXPECT_EQ(m[5]["tool_call_id"], "call_b");
@@ -126,18 +132,23 @@ TEST(OpenAIModel, SendsTheDocumentedRequestAndReadsToolCallsWithNullContent) {
 TEST(OpenAIModel, StreamsToolCallArgumentsSplitMidJson) {
   FakeProviderServer server;
   auto chunk = [](const std::string& delta_json, const std::string& finish = "null") {
-    return sse_data(Json::parse(R"({"id": "chatcmpl-9", "object": "chat.completion.chunk", "model": "gpt-4.1",
-      "choices": [{"index": 0, "delta": )" + delta_json + R"(, "finish_reason": )" + finish + "}]}"));
+    return sse_data(
+        Json::parse(R"({"id": "chatcmpl-9", "object": "chat.completion.chunk", "model": "gpt-4.1",
+      "choices": [{"index": 0, "delta": )" +
+                    delta_json + R"(, "finish_reason": )" + finish + "}]}"));
   };
   std::vector<std::string> chunks = {
       chunk(R"({"role": "assistant", "content": null})"),
-      chunk(R"({"tool_calls": [{"index": 0, "id": "call_x", "type": "function", "function": {"name": "run_code", "arguments": ""}}]})"),
+      chunk(
+          R"({"tool_calls": [{"index": 0, "id": "call_x", "type": "function", "function": {"name": "run_code", "arguments": ""}}]})"),
       chunk(R"({"tool_calls": [{"index": 0, "function": {"arguments": "{\"co"}}]})"),
       chunk(R"({"tool_calls": [{"index": 0, "function": {"arguments": "de\": \"print(\\\"hi"}}]})"),
-      chunk(R"({"tool_calls": [{"index": 1, "id": "call_y", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}]})"),
+      chunk(
+          R"({"tool_calls": [{"index": 1, "id": "call_y", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}]})"),
       chunk(R"({"tool_calls": [{"index": 0, "function": {"arguments": "\\\")\"}"}}]})"),
       chunk(R"({})", R"("tool_calls")"),
-      sse_data(Json::parse(R"({"id": "chatcmpl-9", "object": "chat.completion.chunk", "model": "gpt-4.1", "choices": [],
+      sse_data(Json::parse(
+          R"({"id": "chatcmpl-9", "object": "chat.completion.chunk", "model": "gpt-4.1", "choices": [],
                               "usage": {"prompt_tokens": 50, "completion_tokens": 12, "total_tokens": 62}})")),
       "data: [DONE]\n\n"};
   // Deliver the bytes in awkward pieces: SSE lines split across network chunks.
@@ -182,10 +193,15 @@ TEST(OpenAIModel, StreamsTextDeltas) {
   FakeProviderServer server;
   std::vector<std::string> chunks;
   for (const char* piece : {"The ", "answer ", "is 55."}) {
-    chunks.push_back(sse_data(Json{{"id", "c"}, {"model", "gpt-4.1"},
-                                   {"choices", {{{"index", 0}, {"delta", {{"content", piece}}}, {"finish_reason", nullptr}}}}}));
+    chunks.push_back(sse_data(
+        Json{{"id", "c"},
+             {"model", "gpt-4.1"},
+             {"choices",
+              {{{"index", 0}, {"delta", {{"content", piece}}}, {"finish_reason", nullptr}}}}}));
   }
-  chunks.push_back(sse_data(Json{{"id", "c"}, {"choices", {{{"index", 0}, {"delta", Json::object()}, {"finish_reason", "stop"}}}}}));
+  chunks.push_back(sse_data(
+      Json{{"id", "c"},
+           {"choices", {{{"index", 0}, {"delta", Json::object()}, {"finish_reason", "stop"}}}}}));
   chunks.push_back("data: [DONE]\n\n");
   auto response = sse_response(chunks);
   response.chunk_delay = 5ms;
@@ -201,14 +217,15 @@ TEST(OpenAIModel, StreamsTextDeltas) {
 
 TEST(OpenAIModel, StructuredOutputUsesJsonSchemaResponseFormat) {
   FakeProviderServer server;
-  server.enqueue(json_response(Json::parse(R"({"id": "c", "model": "gpt-4.1", "choices": [{"index": 0,
+  server.enqueue(
+      json_response(Json::parse(R"({"id": "c", "model": "gpt-4.1", "choices": [{"index": 0,
       "message": {"role": "assistant", "content": "{\"answer\": 55}"}, "finish_reason": "stop"}]})")));
   OpenAIModel model(options_for(server));
   ModelRequestParameters params;
   params.output_mode = OutputMode::kNative;
   params.output_object = OutputObjectDefinition{
-      "final_result", "The result", Json::parse(R"({"type": "object", "properties": {"answer": {"type": "integer"}}})"),
-      true};
+      "final_result", "The result",
+      Json::parse(R"({"type": "object", "properties": {"answer": {"type": "integer"}}})"), true};
   auto r = model.request(user_says("sum"), {}, params);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   Json format = server.last_request().json()["response_format"];
@@ -228,7 +245,8 @@ TEST(OpenAIModel, ToolOutputWithoutTextMakesToolChoiceRequired) {
   ModelRequestParameters params = code_tools();
   params.output_mode = OutputMode::kTool;
   params.allow_text_output = false;
-  params.output_tools.push_back(ToolDefinition{"final_result", "", Json{{"type", "object"}}, std::nullopt, "output"});
+  params.output_tools.push_back(
+      ToolDefinition{"final_result", "", Json{{"type", "object"}}, std::nullopt, "output"});
   auto r = model.request(user_says("x"), {}, params);
   ASSERT_TRUE(r.ok());
   Json body = server.last_request().json();
@@ -240,9 +258,10 @@ TEST(OpenAIModel, ToolOutputWithoutTextMakesToolChoiceRequired) {
 
 TEST(OpenAIModel, StreamCutMidWayIsAClearErrorNotAHang) {
   FakeProviderServer server;
-  auto cut = sse_response({sse_data(Json::parse(R"({"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
+  auto cut = sse_response(
+      {sse_data(Json::parse(R"({"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
                                {"index": 0, "id": "c1", "function": {"name": "run_code", "arguments": "{\"code\": \"pri"}}]}}]})")),
-                           "data: {\"id\": \"c\", \"choi"});
+       "data: {\"id\": \"c\", \"choi"});
   cut.cut = true;
   server.enqueue(cut);
   OpenAIModel model(options_for(server));
@@ -270,23 +289,27 @@ TEST(OpenAIModel, StreamEndingWithoutFinishIsAnError) {
 
 TEST(OpenAIModel, StreamErrorStatusCarriesTheProviderMessage) {
   FakeProviderServer server;
-  server.enqueue(json_response(Json::parse(R"({"error": {"message": "This model's maximum context length is 128000 tokens",
-      "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})"), 400));
+  server.enqueue(json_response(
+      Json::parse(R"({"error": {"message": "This model's maximum context length is 128000 tokens",
+      "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})"),
+      400));
   OpenAIModel model(options_for(server));
   StreamRecorder recorder;
   auto r = model.request_stream(user_says("go"), {}, {}, recorder.handler());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), core::Code::kInvalidArgument);
-  EXPECT_NE(r.error().message().find("maximum context length"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("maximum context length"), std::string::npos)
+      << r.error().message();
   EXPECT_TRUE(recorder.events.empty());
 }
 
 TEST(OpenAIModel, StreamRetriesA503BeforeAnyEvent) {
   FakeProviderServer server;
   server.enqueue(json_response(Json{{"error", {{"message", "overloaded"}}}}, 503));
-  server.enqueue(sse_response({sse_data(Json::parse(
-                                   R"({"id": "c", "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]})")),
-                               "data: [DONE]\n\n"}));
+  server.enqueue(sse_response(
+      {sse_data(Json::parse(
+           R"({"id": "c", "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]})")),
+       "data: [DONE]\n\n"}));
   OpenAIModel model(options_for(server));
   StreamRecorder recorder;
   auto r = model.request_stream(user_says("go"), {}, {}, recorder.handler());
@@ -297,7 +320,8 @@ TEST(OpenAIModel, StreamRetriesA503BeforeAnyEvent) {
 
 TEST(OpenAIModel, OllamaThroughTheFactorySendsNoKeyAndMaxTokens) {
   FakeProviderServer server;
-  server.enqueue(json_response(Json::parse(R"({"id": "c", "model": "qwen2.5-coder", "choices": [{"index": 0,
+  server.enqueue(
+      json_response(Json::parse(R"({"id": "c", "model": "qwen2.5-coder", "choices": [{"index": 0,
       "message": {"role": "assistant", "content": "hi", "reasoning": "thinking..."}, "finish_reason": "stop"}]})")));
   ModelConfig config;
   config.env = [&](const std::string& name) -> std::optional<std::string> {
@@ -343,7 +367,8 @@ TEST(OpenAIModel, ConsumerStoppingOrCancellingEndsTheStream) {
   FakeProviderServer server;
   std::vector<std::string> chunks;
   for (int i = 0; i < 40; ++i) {
-    chunks.push_back(sse_data(Json{{"id", "c"}, {"choices", {{{"index", 0}, {"delta", {{"content", "word "}}}}}}}));
+    chunks.push_back(sse_data(
+        Json{{"id", "c"}, {"choices", {{{"index", 0}, {"delta", {{"content", "word "}}}}}}}));
   }
   chunks.push_back("data: [DONE]\n\n");
   auto slow = sse_response(chunks);
@@ -354,7 +379,8 @@ TEST(OpenAIModel, ConsumerStoppingOrCancellingEndsTheStream) {
 
   int seen = 0;
   auto start = std::chrono::steady_clock::now();
-  auto stopped = model.request_stream(user_says("go"), {}, {}, [&](const ModelStreamEvent&) { return ++seen < 3; });
+  auto stopped = model.request_stream(user_says("go"), {}, {},
+                                      [&](const ModelStreamEvent&) { return ++seen < 3; });
   ASSERT_FALSE(stopped.ok());
   EXPECT_EQ(stopped.error().code(), core::Code::kCancelled) << stopped.error().to_string();
   EXPECT_EQ(seen, 3) << "no event after the handler said stop";

@@ -47,26 +47,36 @@ TEST(RetryAfter, ParsesSecondsAndHttpDates) {
   EXPECT_EQ(internal::parse_retry_after("3", now), 3000ms);
   EXPECT_EQ(internal::parse_retry_after(" 1.5 ", now), 1500ms);
   EXPECT_EQ(internal::parse_retry_after("Wed, 21 Oct 2015 07:28:07 GMT", now), 7000ms);
-  EXPECT_EQ(internal::parse_retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now), 0ms) << "a past date: no wait";
+  EXPECT_EQ(internal::parse_retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now), 0ms)
+      << "a past date: no wait";
   EXPECT_EQ(internal::parse_retry_after("soon", now), std::nullopt);
   EXPECT_EQ(internal::parse_retry_after("", now), std::nullopt);
 }
 
 TEST(ProviderErrors, ReadsEachProvidersErrorBody) {
-  EXPECT_EQ(internal::provider_error_message(
-                R"({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}})"),
-            "invalid_request_error: Incorrect API key provided");
-  EXPECT_EQ(internal::provider_error_message(
-                R"({"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT"}})"),
-            "INVALID_ARGUMENT: API key not valid.");
-  EXPECT_EQ(internal::provider_error_message(
-                R"({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})"),
-            "overloaded_error: Overloaded");
-  EXPECT_EQ(internal::provider_error_message(R"([{"error": {"code": 429, "message": "Quota", "status": "RESOURCE_EXHAUSTED"}}])"),
-            "RESOURCE_EXHAUSTED: Quota");
-  EXPECT_EQ(internal::provider_error_message(R"({"error": "model 'qwen' not found"})"), "model 'qwen' not found");
-  EXPECT_EQ(internal::provider_error_message(R"({"object": "error", "message": "bad", "code": 400})"), "bad");
-  EXPECT_EQ(internal::provider_error_message("<html>Bad Gateway</html>"), "<html>Bad Gateway</html>");
+  EXPECT_EQ(
+      internal::provider_error_message(
+          R"({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}})"),
+      "invalid_request_error: Incorrect API key provided");
+  EXPECT_EQ(
+      internal::provider_error_message(
+          R"({"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT"}})"),
+      "INVALID_ARGUMENT: API key not valid.");
+  EXPECT_EQ(
+      internal::provider_error_message(
+          R"({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})"),
+      "overloaded_error: Overloaded");
+  EXPECT_EQ(
+      internal::provider_error_message(
+          R"([{"error": {"code": 429, "message": "Quota", "status": "RESOURCE_EXHAUSTED"}}])"),
+      "RESOURCE_EXHAUSTED: Quota");
+  EXPECT_EQ(internal::provider_error_message(R"({"error": "model 'qwen' not found"})"),
+            "model 'qwen' not found");
+  EXPECT_EQ(
+      internal::provider_error_message(R"({"object": "error", "message": "bad", "code": 400})"),
+      "bad");
+  EXPECT_EQ(internal::provider_error_message("<html>Bad Gateway</html>"),
+            "<html>Bad Gateway</html>");
 }
 
 TEST(ProviderHttp, MapsStatusToCodeWithoutRetryAndKeepsTheKeyOut) {
@@ -78,21 +88,26 @@ TEST(ProviderHttp, MapsStatusToCodeWithoutRetryAndKeepsTheKeyOut) {
                  Case{403, core::Code::kPermissionDenied}, Case{404, core::Code::kNotFound}}) {
     FakeProviderServer server;
     server.enqueue(json_response(
-        Json{{"error", {{"message", "provider says no; key sk-secret-key-123 rejected"}, {"type", "t"}}}}, c.status));
+        Json{{"error",
+              {{"message", "provider says no; key sk-secret-key-123 rejected"}, {"type", "t"}}}},
+        c.status));
     OpenAIModel model(options_for(server, fast_retry(4)));
     auto r = model.request(user_says("hi"), {}, {});
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), c.code) << c.status;
-    EXPECT_NE(r.error().message().find("provider says no"), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find("provider says no"), std::string::npos)
+        << r.error().message();
     EXPECT_NE(r.error().message().find("HTTP " + std::to_string(c.status)), std::string::npos);
-    EXPECT_EQ(r.error().message().find("sk-secret-key-123"), std::string::npos) << r.error().message();
+    EXPECT_EQ(r.error().message().find("sk-secret-key-123"), std::string::npos)
+        << r.error().message();
     EXPECT_EQ(server.request_count(), 1u) << "no retry on " << c.status;
   }
 }
 
 TEST(ProviderHttp, RetriesA429AfterTheServersRetryAfter) {
   FakeProviderServer server;
-  ScriptedResponse limited = json_response(Json{{"error", {{"message", "Rate limit reached"}}}}, 429);
+  ScriptedResponse limited =
+      json_response(Json{{"error", {{"message", "Rate limit reached"}}}}, 429);
   limited.headers = {{"Retry-After", "1"}};
   server.enqueue(limited);
   server.enqueue(json_response(ok_body()));
@@ -108,7 +123,8 @@ TEST(ProviderHttp, RetriesA429AfterTheServersRetryAfter) {
 
 TEST(ProviderHttp, GivesUpAfterMaxAttemptsOn5xx) {
   FakeProviderServer server;
-  for (int i = 0; i < 3; ++i) server.enqueue(json_response(Json{{"error", {{"message", "upstream down"}}}}, 503));
+  for (int i = 0; i < 3; ++i)
+    server.enqueue(json_response(Json{{"error", {{"message", "upstream down"}}}}, 503));
   OpenAIModel model(options_for(server, fast_retry(3)));
   auto r = model.request(user_says("hi"), {}, {});
   ASSERT_FALSE(r.ok());

@@ -50,6 +50,8 @@ struct StreamRecorder {
   }
 };
 
-inline std::vector<ModelMessage> user_says(const std::string& text) { return {ModelRequest::user_prompt(text)}; }
+inline std::vector<ModelMessage> user_says(const std::string& text) {
+  return {ModelRequest::user_prompt(text)};
+}
 
 }  // namespace codeact::llm::testing

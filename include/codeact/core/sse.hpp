@@ -43,9 +43,9 @@ class SseParser {
  private:
   void process_line(std::string_view line, const std::function<void(SseEvent&&)>& on_event);
 
-  std::string line_;            // bytes of the current, unterminated line
-  bool last_was_cr_ = false;    // previous chunk ended in '\r': a leading '\n' belongs to it
-  bool at_stream_start_ = true; // a UTF-8 BOM may start the first line
+  std::string line_;             // bytes of the current, unterminated line
+  bool last_was_cr_ = false;     // previous chunk ended in '\r': a leading '\n' belongs to it
+  bool at_stream_start_ = true;  // a UTF-8 BOM may start the first line
   std::string event_type_;
   std::string data_;
   bool has_data_ = false;

@@ -21,8 +21,8 @@ struct AgentInfo {
 
 class FunctionModel : public Model {
  public:
-  using Function = std::function<core::Result<ModelResponse>(const std::vector<ModelMessage>& messages,
-                                                             const AgentInfo& info)>;
+  using Function = std::function<core::Result<ModelResponse>(
+      const std::vector<ModelMessage>& messages, const AgentInfo& info)>;
   // Emits events through `emit` (which returns false when the consumer wants to stop) and returns
   // the final response; FunctionModel sends the FinalResponseEvent itself.
   using StreamFunction = std::function<core::Result<ModelResponse>(

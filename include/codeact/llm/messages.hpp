@@ -66,8 +66,8 @@ struct ToolReturnPart {
 // or the model answered text when structured output was required (then tool_name is empty).
 // When tool_call_id is set, providers send it as the result of that tool call.
 struct RetryPromptPart {
-  std::string content;  // what was wrong, e.g. validation errors
-  std::string tool_name;  // "" when not about a tool call
+  std::string content;       // what was wrong, e.g. validation errors
+  std::string tool_name;     // "" when not about a tool call
   std::string tool_call_id;  // "" when not about a tool call
   std::string timestamp;
   bool operator==(const RetryPromptPart&) const = default;
@@ -76,7 +76,8 @@ struct RetryPromptPart {
   std::string model_response() const;
 };
 
-using ModelRequestPart = std::variant<SystemPromptPart, UserPromptPart, ToolReturnPart, RetryPromptPart>;
+using ModelRequestPart =
+    std::variant<SystemPromptPart, UserPromptPart, ToolReturnPart, RetryPromptPart>;
 
 // ---------------------------------------------------------------------------------------------
 // Response parts (model -> codeact)
@@ -159,10 +160,11 @@ struct ModelResponse {
   Usage usage;
   std::string model_name;
   std::string timestamp;
-  std::string provider_name;  // "openai", "google-gla", "anthropic", "function", "test", ...
+  std::string provider_name;         // "openai", "google-gla", "anthropic", "function", "test", ...
   std::string provider_response_id;  // the provider's id for this response, "" if none
-  std::string finish_reason;  // one of finish_reason::k*, or ""
-  Json provider_details;  // raw provider data worth keeping (e.g. {"finish_reason": "STOP"}), or null
+  std::string finish_reason;         // one of finish_reason::k*, or ""
+  Json provider_details;  // raw provider data worth keeping (e.g. {"finish_reason": "STOP"}), or
+                          // null
   bool operator==(const ModelResponse&) const = default;
 
   // Concatenation of all TextPart contents ("" when none).

@@ -150,7 +150,8 @@ struct FinalResponseEvent {
   bool operator==(const FinalResponseEvent&) const = default;
 };
 
-using ModelStreamEvent = std::variant<PartStartEvent, PartDeltaEvent, PartEndEvent, FinalResponseEvent>;
+using ModelStreamEvent =
+    std::variant<PartStartEvent, PartDeltaEvent, PartEndEvent, FinalResponseEvent>;
 
 // Receives events in order on the calling thread. Return false to stop the stream early
 // (request_stream then returns Cancelled).
@@ -229,7 +230,9 @@ Json to_json(const OutputObjectDefinition& output);
 Json to_json(const ModelRequestParameters& params);
 Json to_json(const ModelSettings& settings);
 Json to_json(const ModelResponsePartDelta& delta);
-Json to_json(const ModelStreamEvent& event);  // {"event_kind": "part_start"|"part_delta"|"part_end"|"final_response", ...}
+Json to_json(
+    const ModelStreamEvent&
+        event);  // {"event_kind": "part_start"|"part_delta"|"part_end"|"final_response", ...}
 
 core::Result<ToolDefinition> tool_definition_from_json(const Json& j);
 core::Result<OutputObjectDefinition> output_object_from_json(const Json& j);

@@ -4,9 +4,10 @@
 //   google-gla:gemini-2.5-pro            Gemini generateContent (GEMINI_API_KEY or GOOGLE_API_KEY,
 //                                        GEMINI_BASE_URL); also "gemini:<model>"
 //   anthropic:claude-sonnet-4-5          Anthropic Messages (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)
-//   ollama:qwen2.5-coder                 OpenAI-compatible at http://localhost:11434/v1 (OLLAMA_BASE_URL)
-//   openai-compatible:<model>@<base-url> any OpenAI-compatible endpoint (vLLM, llama.cpp server, ...)
-//   test / function                      TestModel (for examples); FunctionModel is built in code
+//   ollama:qwen2.5-coder                 OpenAI-compatible at http://localhost:11434/v1
+//   (OLLAMA_BASE_URL) openai-compatible:<model>@<base-url> any OpenAI-compatible endpoint (vLLM,
+//   llama.cpp server, ...) test / function                      TestModel (for examples);
+//   FunctionModel is built in code
 //
 // Keys and base URLs come from, in order: ModelConfig fields, the app_conf.yml `llm.<provider>`
 // block ({api_key, base_url, model_name}; "gemini" for google-gla), then the environment.
@@ -42,8 +43,9 @@ struct ModelConfig {
 };
 
 struct ModelName {
-  std::string provider;  // "openai", "google-gla", "anthropic", "ollama", "openai-compatible", "test"
-  std::string model;     // "gpt-4.1"
+  std::string
+      provider;       // "openai", "google-gla", "anthropic", "ollama", "openai-compatible", "test"
+  std::string model;  // "gpt-4.1"
   std::string base_url;  // only for "openai-compatible:<model>@<base-url>"
   bool operator==(const ModelName&) const = default;
 };
@@ -56,7 +58,8 @@ core::Result<ModelName> parse_model_name(std::string_view name);
 // seed's default) as a google-gla model. A missing key is FailedPrecondition naming the
 // environment variable and config key to set, e.g.
 //   "model \"openai:gpt-4.1\": no API key; set OPENAI_API_KEY or llm.openai.api_key".
-core::Result<std::unique_ptr<Model>> make_model(std::string_view name, const ModelConfig& config = {});
+core::Result<std::unique_ptr<Model>> make_model(std::string_view name,
+                                                const ModelConfig& config = {});
 
 // Same, with the app_conf.yml `llm` block given directly.
 core::Result<std::unique_ptr<Model>> make_model(std::string_view name, const Json& llm_config);
