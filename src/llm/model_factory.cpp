@@ -1,5 +1,9 @@
 #include "codeact/llm/model_factory.hpp"
 
+#include <cctype>
+#include <chrono>
+#include <optional>
+
 #include "codeact/llm/anthropic_model.hpp"
 #include "codeact/llm/gemini_model.hpp"
 #include "codeact/llm/openai_model.hpp"
@@ -48,6 +52,35 @@ std::string block_string(const Json& llm, const std::vector<std::string>& blocks
     }
   }
   return "";
+}
+
+std::optional<std::chrono::milliseconds> seconds_field(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number() || it->get<double>() < 0) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<int64_t>(it->get<double>() * 1000));
+}
+
+// llm.retry and llm.request_timeout_seconds from app_conf.yml.
+core::Status apply_llm_tuning(const Json& llm, ProviderOptions& options) {
+  if (!llm.is_object()) return core::ok_status();
+  if (auto t = seconds_field(llm, "request_timeout_seconds")) options.request_timeout = *t;
+  auto retry = llm.find("retry");
+  if (retry == llm.end() || retry->is_null()) return core::ok_status();
+  if (!retry->is_object()) {
+    return core::invalid_argument(
+        "llm.retry must be a mapping such as {max_attempts: 4, max_total_seconds: 120}");
+  }
+  if (auto it = retry->find("max_attempts"); it != retry->end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1) {
+      return core::invalid_argument("llm.retry.max_attempts must be an integer >= 1");
+    }
+    options.retry.max_attempts = static_cast<int>(it->get<int64_t>());
+  }
+  if (auto v = seconds_field(*retry, "initial_backoff_seconds")) options.retry.initial_backoff = *v;
+  if (auto v = seconds_field(*retry, "max_backoff_seconds")) options.retry.max_backoff = *v;
+  if (auto v = seconds_field(*retry, "max_total_seconds")) options.retry.max_total = *v;
+  if (auto v = seconds_field(*retry, "max_retry_after_seconds")) options.retry.max_retry_after = *v;
+  return core::ok_status();
 }
 
 }  // namespace
@@ -133,6 +166,7 @@ Result<std::unique_ptr<Model>> make_model(std::string_view name_in, const ModelC
   options.extra_headers = config.extra_headers;
   options.retry = config.retry;
   options.request_timeout = config.request_timeout;
+  CODEACT_TRY_STATUS(apply_llm_tuning(config.llm_config, options));
   options.transport = config.transport;
   options.default_settings = config.default_settings;
 

@@ -415,5 +415,28 @@ TEST(OpenAIModel, UnreadableBodyIsDataLoss) {
   EXPECT_NE(r.error().message().find("captive portal"), std::string::npos);
 }
 
+TEST(OpenAIModel, RetryPolicyFromTheLlmConfigBlock) {
+  FakeProviderServer server;
+  for (int i = 0; i < 3; ++i)
+    server.enqueue(json_response(Json{{"error", {{"message", "busy"}}}}, 503));
+  ModelConfig config;
+  config.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  config.llm_config =
+      Json::parse(R"({"openai": {"api_key": "sk-yaml", "base_url": ")" + server.base_url("/v1") +
+                  R"("}, "retry": {"max_attempts": 2, "initial_backoff_seconds": 0.01}})");
+  auto model = make_model("openai:gpt-4.1", config);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto r = (*model)->request(user_says("hi"), {}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), core::Code::kUnavailable);
+  EXPECT_EQ(server.request_count(), 2u) << "llm.retry.max_attempts is honoured";
+  EXPECT_EQ(server.last_request().header("Authorization"), "Bearer sk-yaml");
+
+  config.llm_config["retry"] = Json{{"max_attempts", 0}};
+  auto bad = make_model("openai:gpt-4.1", config);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("llm.retry.max_attempts"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace codeact::llm

@@ -11,6 +11,11 @@
 //
 // Keys and base URLs come from, in order: ModelConfig fields, the app_conf.yml `llm.<provider>`
 // block ({api_key, base_url, model_name}; "gemini" for google-gla), then the environment.
+// The `llm` block may also tune retries and timeouts for every provider:
+//   llm:
+//     retry: {max_attempts: 4, initial_backoff_seconds: 0.5, max_backoff_seconds: 20,
+//             max_total_seconds: 120}
+//     request_timeout_seconds: 600
 #pragma once
 
 #include <chrono>
