@@ -1,4 +1,4 @@
-// Agent-loop scenarios as data: each tests/agent/scenarios/*.yaml scripts the model's turns and
+// Agent-loop scenarios as data: each tests/agent/scenarios/*.{yaml,yml,json} scripts the model's turns and
 // states what must happen (tool runs, what the model is sent back, events, output or error).
 // This runner gives the scenarios a catalogue of real C++ tools (below) and a scripted
 // FunctionModel, runs Agent::run (direct mode: tools on threads) and checks every expectation.
@@ -426,7 +426,7 @@ std::vector<std::string> scenario_files() {
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(CODEACT_AGENT_SCENARIO_DIR)) {
     auto ext = e.path().extension();
-    if (ext == ".yaml" || ext == ".yml") out.push_back(e.path().filename().string());
+    if (ext == ".yaml" || ext == ".yml" || ext == ".json") out.push_back(e.path().filename().string());
   }
   std::sort(out.begin(), out.end());
   return out;
