@@ -35,6 +35,15 @@ void add_image_commands(CLI::App& app, ExitCode& exit);
 void add_sandbox_commands(CLI::App& app, ExitCode& exit);
 void add_volume_commands(CLI::App& app, ExitCode& exit);
 void add_doctor_command(CLI::App& app, ExitCode& exit);
+void add_mcp_commands(CLI::App& app, ExitCode& exit);
+
+// Runs a cell with the tools of these MCP servers (from app_conf.yml; `config_path` "" = the
+// usual search) and the functions of these Python files callable from it (mcp_commands.cpp).
+core::Result<sandbox::ExecuteResult> execute_with_tools(sandbox::SandboxManager& manager, const std::string& id,
+                                                        sandbox::ExecuteRequest request,
+                                                        const std::vector<std::string>& mcp_servers,
+                                                        const std::vector<std::string>& function_files,
+                                                        const std::string& config_path = "");
 
 // Splits "a,b,c" (also accepts repeated flags) into items, dropping empties.
 std::vector<std::string> split_csv(const std::vector<std::string>& values);

@@ -119,6 +119,14 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
     cmd->add_option("--timeout", *timeout, "Seconds before the cell is interrupted (0 = none)")->capture_default_str();
     cmd->add_option("--exec-id", *eid, "Execution id: running the same id again returns the recorded result");
     cmd->add_flag("--json", *json, "Print one JSON object with the result");
+    auto mcp = std::make_shared<std::vector<std::string>>();
+    auto functions = std::make_shared<std::vector<std::string>>();
+    auto config = std::make_shared<std::string>();
+    cmd->add_option("--mcp", *mcp, "MCP server (a key of mcp_servers in app_conf.yml) whose tools the cell can call; repeatable")
+        ->allow_extra_args(false);
+    cmd->add_option("--functions", *functions, "Python file whose functions the cell can call; repeatable")
+        ->allow_extra_args(false);
+    cmd->add_option("--config", *config, "app_conf.yml for --mcp (default: the usual search)");
     cmd->callback([=, &exit] {
       std::string source = *code;
       if (source.empty() || source == "-") {
@@ -139,7 +147,9 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
             (name == "stderr" ? std::cerr : std::cout) << text << std::flush;
           };
         }
-        auto r = m.execute(*id, req);
+        auto r = mcp->empty() && functions->empty()
+                     ? m.execute(*id, req)
+                     : execute_with_tools(m, *id, req, split_csv(*mcp), *functions, *config);
         if (!r.ok()) return report(r.error());
         if (*json) {
           print_json(r->to_json());
