@@ -203,16 +203,11 @@ Call prepare(const OpenAIOptions& options, const ModelSettings& settings, std::s
 
 }  // namespace
 
-Result<ModelResponse> OpenAIModel::request(const std::vector<ModelMessage>& messages,
-                                           const ModelSettings& settings,
-                                           const ModelRequestParameters& params,
-                                           const core::CancelToken* cancel) {
-  Call call =
-      prepare(options_, settings,
-              core::dump_json(build_request_body(messages, settings, params, false)), cancel);
-  CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
-  const std::string& what = call.context.what;
-  CODEACT_TRY(Json j, internal::parse_response_body(http.body, what));
+namespace {
+
+// Reads a chat.completion document (the non-streamed answer).
+Result<ModelResponse> parse_completion(const Json& j, const OpenAIOptions& options,
+                                       const std::string& what) {
   if (auto error = inline_error(j, what)) return *error;
   auto choices = j.find("choices");
   if (choices == j.end() || !choices->is_array() || choices->empty() ||
@@ -226,7 +221,7 @@ Result<ModelResponse> OpenAIModel::request(const std::vector<ModelMessage>& mess
   std::string reasoning = core::json_string(message, "reasoning_content");
   if (reasoning.empty()) reasoning = core::json_string(message, "reasoning");
   if (!reasoning.empty())
-    response.parts.push_back(ThinkingPart{reasoning, "", options_.provider_name});
+    response.parts.push_back(ThinkingPart{reasoning, "", options.provider_name});
   std::string content = core::json_string(message, "content");
   if (!content.empty()) response.parts.push_back(TextPart{content});
   std::string refusal = core::json_string(message, "refusal");
@@ -251,14 +246,29 @@ Result<ModelResponse> OpenAIModel::request(const std::vector<ModelMessage>& mess
     }
   }
   response.usage = map_usage(j.value("usage", Json()));
-  response.model_name = core::json_string(j, "model", options_.model_name);
+  response.model_name = core::json_string(j, "model", options.model_name);
   response.timestamp = now_timestamp();
-  response.provider_name = options_.provider_name;
+  response.provider_name = options.provider_name;
   response.provider_response_id = core::json_string(j, "id");
   std::string raw_reason = core::json_string(choice, "finish_reason");
   response.finish_reason = map_finish_reason(raw_reason);
   if (!raw_reason.empty()) response.provider_details = Json{{"finish_reason", raw_reason}};
   return response;
+}
+
+}  // namespace
+
+Result<ModelResponse> OpenAIModel::request(const std::vector<ModelMessage>& messages,
+                                           const ModelSettings& settings,
+                                           const ModelRequestParameters& params,
+                                           const core::CancelToken* cancel) {
+  Call call =
+      prepare(options_, settings,
+              core::dump_json(build_request_body(messages, settings, params, false)), cancel);
+  CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
+  const std::string& what = call.context.what;
+  CODEACT_TRY(Json j, internal::parse_response_body(http.body, what));
+  return parse_completion(j, options_, what);
 }
 
 Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage>& messages,
@@ -360,12 +370,23 @@ Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage
     return !assembler->stopped();
   };
 
-  auto http =
-      internal::send_sse_with_retry(*options_.transport, call.make, call.context, reset, on_sse);
+  std::string non_sse_body;
+  auto http = internal::send_sse_with_retry(*options_.transport, call.make, call.context, reset,
+                                            on_sse, &non_sse_body);
   if (stream_error) return *stream_error;
   if (assembler && assembler->stopped())
     return core::cancelled(what + ": stream stopped by its consumer");
   if (!http.ok()) return std::move(http).error();
+  const size_t first = non_sse_body.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && non_sse_body[first] == '{') {
+    // The server ignored "stream": true and sent one chat.completion document.
+    CODEACT_TRY(Json j, internal::parse_response_body(non_sse_body, what));
+    CODEACT_TRY(auto whole, parse_completion(j, options_, what));
+    if (!replay_as_stream(whole, on_event)) {
+      return core::cancelled(what + ": stream stopped by its consumer");
+    }
+    return whole;
+  }
   if (!done && raw_reason.empty()) {
     return core::unavailable(what +
                              ": the response stream ended before the response was complete "

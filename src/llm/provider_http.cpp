@@ -248,27 +248,40 @@ Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
   }
 }
 
-Result<HttpResponse> send_sse_with_retry(
-    core::HttpTransport& transport, const std::function<HttpRequest()>& make_request,
-    const SendContext& context, const std::function<void()>& reset,
-    const std::function<bool(const core::SseEvent&)>& on_event) {
+Result<HttpResponse> send_sse_with_retry(core::HttpTransport& transport,
+                                         const std::function<HttpRequest()>& make_request,
+                                         const SendContext& context,
+                                         const std::function<void()>& reset,
+                                         const std::function<bool(const core::SseEvent&)>& on_event,
+                                         std::string* non_sse_body) {
+  constexpr size_t kNonSseLimit = 4 * 1024 * 1024;
   core::SseParser parser;
   bool aborted = false;
+  bool saw_event = false;
+  std::string raw;
   auto make = [&]() {
     parser.reset();
     aborted = false;
+    saw_event = false;
+    raw.clear();
     reset();
     HttpRequest request = make_request();
     request.on_body = [&](std::string_view chunk) {
       if (aborted) return false;
+      if (non_sse_body != nullptr && !saw_event && raw.size() < kNonSseLimit) {
+        raw.append(chunk.substr(0, kNonSseLimit - raw.size()));
+      }
       parser.feed(chunk, [&](core::SseEvent&& event) {
+        saw_event = true;
         if (!aborted && !on_event(event)) aborted = true;
       });
       return !aborted;
     };
     return request;
   };
-  return send_with_retry(transport, make, context);
+  auto result = send_with_retry(transport, make, context);
+  if (non_sse_body != nullptr) *non_sse_body = saw_event ? std::string() : std::move(raw);
+  return result;
 }
 
 std::string prompted_output_instructions(const OutputObjectDefinition& output) {

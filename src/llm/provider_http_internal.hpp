@@ -124,10 +124,13 @@ class StreamAssembler {
 
 // Drives one streamed provider request: feeds body bytes through an SSE parser to `on_event`,
 // stops on cancel or when the handler asked to stop. Returns the HTTP result like
-// send_with_retry; `reset` is called before every attempt.
+// send_with_retry; `reset` is called before every attempt. When `non_sse_body` is given and a
+// 2xx body held no SSE event at all, it receives that body (up to 4 MiB): some compatible
+// servers answer a streamed request with one plain JSON document.
 core::Result<core::HttpResponse> send_sse_with_retry(
     core::HttpTransport& transport, const std::function<core::HttpRequest()>& make_request,
     const SendContext& context, const std::function<void()>& reset,
-    const std::function<bool(const core::SseEvent&)>& on_event);
+    const std::function<bool(const core::SseEvent&)>& on_event,
+    std::string* non_sse_body = nullptr);
 
 }  // namespace codeact::llm::internal

@@ -438,5 +438,21 @@ TEST(OpenAIModel, RetryPolicyFromTheLlmConfigBlock) {
   EXPECT_NE(bad.error().message().find("llm.retry.max_attempts"), std::string::npos);
 }
 
+TEST(OpenAIModel, ServerThatIgnoresStreamingStillYieldsEvents) {
+  FakeProviderServer server;
+  server.enqueue(json_response(Json::parse(R"({"id": "c", "object": "chat.completion", "model": "m",
+      "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "run_code", "arguments": "{\"code\": \"1\"}"}}]},
+        "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 4, "completion_tokens": 2}})")));
+  OpenAIModel model(options_for(server));
+  StreamRecorder recorder;
+  auto r = model.request_stream(user_says("go"), {}, code_tools(), recorder.handler());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->tool_calls().at(0).args["code"], "1");
+  EXPECT_EQ(r->usage.input_tokens, 4);
+  EXPECT_EQ(recorder.deltas(0), "{\"code\":\"1\"}");
+  EXPECT_EQ(recorder.count<FinalResponseEvent>(), 1);
+}
+
 }  // namespace
 }  // namespace codeact::llm
