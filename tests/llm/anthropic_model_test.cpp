@@ -281,5 +281,34 @@ TEST(AnthropicModel, StructuredOutputIsPromptedAndRequiredToolUseIsAny) {
   EXPECT_EQ(body["tool_choice"]["type"], "any");
 }
 
+TEST(AnthropicModel, RateLimitedStreamIsRetriedAfterRetryAfter) {
+  FakeProviderServer server;
+  auto limited =
+      json_response(Json::parse(R"({"type": "error", "error": {"type": "rate_limit_error",
+      "message": "Number of request tokens has exceeded your per-minute rate limit"}})"),
+                    429);
+  limited.headers = {{"retry-after", "1"}};
+  server.enqueue(limited);
+  server.enqueue(sse_response(full_stream()));
+  auto options = options_for(server);
+  options.retry.max_attempts = 2;
+  AnthropicModel model(options);
+  StreamRecorder recorder;
+  auto start = std::chrono::steady_clock::now();
+  auto r = model.request_stream(user_says("go"), {}, code_tools(), recorder.handler());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 950ms);
+  EXPECT_EQ(server.request_count(), 2u);
+  EXPECT_EQ(r->tool_calls().size(), 2u);
+
+  server.enqueue(limited);
+  server.enqueue(limited);
+  auto exhausted = model.request(user_says("go"), {}, {});
+  ASSERT_FALSE(exhausted.ok());
+  EXPECT_EQ(exhausted.error().code(), core::Code::kResourceExhausted);
+  EXPECT_NE(exhausted.error().message().find("per-minute rate limit"), std::string::npos)
+      << exhausted.error().message();
+}
+
 }  // namespace
 }  // namespace codeact::llm
