@@ -72,10 +72,10 @@ int main(int argc, char** argv) {
   fixture.command = std::string(CODEACT_SOURCE_DIR) + "/.venv/bin/python";
   fixture.args = {std::string(CODEACT_SOURCE_DIR) + "/tests/fixtures/mcp/sdk_server.py"};
   auto servers = std::make_shared<mcp::McpServerSet>(std::vector<mcp::McpServerConfig>{fixture});
-  codeact::CodeActToolsetOptions o;
+  ::codeact::codeact::CodeActToolsetOptions o;
   o.mcp = servers;
-  o.host_functions.push_back(codeact::host_function("noop", {}, "Does nothing.", std::function<void()>([] {})));
-  codeact::CodeActToolset tools(o);
+  o.host_functions.push_back(::codeact::codeact::host_function("noop", {}, "Does nothing.", std::function<void()>([] {})));
+  ::codeact::codeact::CodeActToolset tools(o);
   if (auto p = tools.prepare(manager, id); !p.ok()) die(p.error().to_string());
 
   auto cell = [&](const std::string& code) {
