@@ -85,6 +85,21 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   }
 
   void workflow_poller(bool sticky);
+  // Runs an activity task on its own thread. REQUIRES: the caller holds one activity slot,
+  // which the thread gives back when done.
+  void launch_activity(internal::wsv1::PollActivityTaskQueueResponse task);
+  bool try_reserve_activity_slot() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping || activity_slots <= 0) return false;
+    --activity_slots;
+    return true;
+  }
+  void release_activity_slots(int n) {
+    if (n <= 0) return;
+    std::lock_guard<std::mutex> lock(mu);
+    activity_slots += n;
+    cv.notify_all();
+  }
   void activity_poller();
   void process_workflow_task(internal::wsv1::PollWorkflowTaskQueueResponse& task);
   void run_activity(const internal::wsv1::PollActivityTaskQueueResponse& task);
@@ -164,6 +179,9 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
     token = page->next_page_token();
   }
   const bool from_start = history.events_size() > 0 && history.events(0).event_id() == 1;
+  core::log().debug("temporal worker: workflow task for {} ({} events from {}, query: {})", wid,
+                    history.events_size(), history.events_size() ? history.events(0).event_id() : 0,
+                    task.has_query());
 
   auto respond_failed = [&](enumsv1::WorkflowTaskFailedCause cause, const std::string& message) {
     core::log().warn("temporal worker: workflow task of {} ({}) failed: {}", wid, type, message);
@@ -265,6 +283,7 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
     }
   }
   const bool cache_it = options.max_cached_workflows > 0 && !state.finished();
+  core::log().debug("temporal worker: completing workflow task for {} with {} commands", wid, req.commands_size());
   if (cache_it) {
     auto* sticky = req.mutable_sticky_attributes();
     sticky->mutable_worker_task_queue()->set_name(sticky_queue);
@@ -272,11 +291,31 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
     sticky->mutable_worker_task_queue()->set_normal_name(options.task_queue);
     internal::set_duration(std::chrono::seconds(5), sticky->mutable_schedule_to_start_timeout());
   }
+  // Eager activities: the server hands activities this worker can run back in its answer,
+  // saving a trip through the activity task queue. One free slot is reserved for each.
+  int reserved = 0;
+  for (auto& c : *req.mutable_commands()) {
+    if (c.command_type() != enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK) continue;
+    auto* a = c.mutable_schedule_activity_task_command_attributes();
+    if (a->task_queue().name() != options.task_queue || !activities.count(a->activity_type().name())) continue;
+    if (!try_reserve_activity_slot()) break;
+    a->set_request_eager_execution(true);
+    ++reserved;
+  }
   auto r = conn->call(&WorkflowService::Stub::RespondWorkflowTaskCompleted, req, "complete workflow task of " + wid);
   if (!r.ok()) {
+    release_activity_slots(reserved);
     core::log().warn("temporal worker: {}", r.error().to_string());
     return;  // the state is dropped: the next task replays from the start
   }
+  int launched = 0;
+  for (auto& t : *r->mutable_activity_tasks()) {
+    if (launched == reserved) break;  // never more than asked for
+    launch_activity(std::move(t));
+    ++launched;
+  }
+  release_activity_slots(reserved - launched);
+  if (launched > 0) core::log().debug("temporal worker: {} eager activities for {}", launched, wid);
   if (cache_it) put_cached(run_id, std::move(owned));
 }
 
@@ -315,19 +354,23 @@ void Worker::Impl::activity_poller() {
       }
       continue;
     }
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      ++inflight_activities;
-    }
-    auto self = shared_from_this();
-    std::thread([self, task = std::move(r).value()] {
-      self->run_activity(task);
-      std::lock_guard<std::mutex> lock(self->mu);
-      ++self->activity_slots;
-      --self->inflight_activities;
-      self->cv.notify_all();
-    }).detach();
+    launch_activity(std::move(r).value());
   }
+}
+
+void Worker::Impl::launch_activity(internal::wsv1::PollActivityTaskQueueResponse task) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++inflight_activities;
+  }
+  auto self = shared_from_this();
+  std::thread([self, task = std::move(task)] {
+    self->run_activity(task);
+    std::lock_guard<std::mutex> lock(self->mu);
+    ++self->activity_slots;
+    --self->inflight_activities;
+    self->cv.notify_all();
+  }).detach();
 }
 
 void Worker::Impl::run_activity(const internal::wsv1::PollActivityTaskQueueResponse& task) {
@@ -343,6 +386,8 @@ void Worker::Impl::run_activity(const internal::wsv1::PollActivityTaskQueueRespo
   info.heartbeat_timeout = internal::to_millis(task.heartbeat_timeout());
   info.start_to_close_timeout = internal::to_millis(task.start_to_close_timeout());
   info.task_token = task.task_token();
+  core::log().debug("temporal worker: activity task {} id {} of {}", info.activity_type, info.activity_id,
+                    info.workflow_id);
   auto ctx = std::make_shared<ActivityContext>(info, internal::decode_payloads(task.heartbeat_details()), conn);
   {
     std::lock_guard<std::mutex> lock(mu);
