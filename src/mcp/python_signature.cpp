@@ -399,8 +399,11 @@ core::Result<PythonSignature> python_signature(const std::string& name, const st
   std::stable_partition(params.begin(), params.end(), [](const Param& p) { return p.required; });
   std::string ret = "Any";
   if (output_schema.is_object() && !output_schema.empty()) {
-    ret = wraps_result(output_schema) ? conv.convert(output_schema["properties"]["result"], camel(name) + "Result", 1)
-                                      : conv.convert(output_schema, camel(name) + "Result", 1);
+    // The output schema's $refs resolve inside the output schema.
+    Converter out{output_schema, &sig.classes};
+    out.class_names = conv.class_names;
+    ret = wraps_result(output_schema) ? out.convert(output_schema["properties"]["result"], camel(name) + "Result", 1)
+                                      : out.convert(output_schema, camel(name) + "Result", 1);
   }
   std::string args;
   for (const auto& p : params) {

@@ -126,6 +126,17 @@ TEST(PythonSignature, ScalarResultWrappersAreUnwrapped) {
   EXPECT_EQ(sig->text(), "def add(a: int) -> int:\n    \"\"\"Adds.\"\"\"\n    ...\n");
 }
 
+TEST(PythonSignature, OutputSchemaRefsResolveInTheOutputSchema) {
+  auto sig = python_signature("convert", "", Json::object(), J(R"({"type":"object","$defs":{"T":{"type":"object",
+      "properties":{"tz":{"type":"string"}},"required":["tz"]}},
+      "properties":{"source":{"$ref":"#/$defs/T"}},"required":["source"]})"));
+  ASSERT_TRUE(sig.ok());
+  EXPECT_EQ(sig->signature, "def convert() -> ConvertResult");
+  ASSERT_EQ(sig->classes.size(), 2u);
+  EXPECT_EQ(sig->classes[0], "class T(TypedDict):\n    tz: str");
+  EXPECT_EQ(sig->classes[1], "class ConvertResult(TypedDict):\n    source: T");
+}
+
 TEST(PythonSignature, NoPropertiesAndFreeFormArguments) {
   auto none = python_signature("ping", "", J(R"({"type":"object"})"));
   ASSERT_TRUE(none.ok());
