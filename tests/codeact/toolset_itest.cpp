@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 #include "codeact/codeact/toolset.hpp"
 #include "codeact/core/subprocess.hpp"
@@ -207,6 +208,26 @@ TEST_F(ToolsetTest, FunctionsComeBackAfterTheKernelRestarts) {
   auto r = run(tools, "print(x, host_mul(3, 3), add(a=1))\n");
   EXPECT_TRUE(r.ok) << (r.error ? r.error->message : "");
   EXPECT_EQ(r.stdout_text, "6 9 2\n");
+}
+
+TEST_F(ToolsetTest, ToolsAddedByTheServerAreCallableFromTheNextCell) {
+  CodeActToolset tools(options());
+  auto first = run(tools, "print(grow())\n");
+  ASSERT_TRUE(first.ok) << (first.error ? first.error->message : "");
+  std::string name = first.stdout_text.substr(0, first.stdout_text.find('\n'));
+  ASSERT_EQ(name.rfind("extra_", 0), 0u) << first.stdout_text;
+  // notifications/tools/list_changed may arrive just after the answer.
+  for (int i = 0; i < 50; ++i) {
+    auto fns = tools.bridged_functions();
+    ASSERT_TRUE(fns.ok());
+    bool found = false;
+    for (const auto& f : *fns) found = found || f.name == name;
+    if (found) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  auto second = run(tools, "print(" + name + "())\n");
+  EXPECT_TRUE(second.ok) << (second.error ? second.error->message : "");
+  EXPECT_EQ(second.stdout_text, name + "\n");
 }
 
 TEST_F(ToolsetTest, MissingPackagesInASandboxWithoutNetworkFailClearly) {

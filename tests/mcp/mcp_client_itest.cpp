@@ -194,6 +194,33 @@ TEST(McpStreamableHttp, JsonAnswers) {
   exercise_http(server.url("/mcp"));
 }
 
+void list_changed_over(const std::string& url, TransportKind kind) {
+  McpServerConfig c;
+  c.name = "grow";
+  c.url = url;
+  c.transport = kind;
+  McpClient client(c);
+  auto before = client.list_tools();
+  ASSERT_TRUE(before.ok()) << before.error().to_string();
+  auto g = client.call_tool("grow", Json::object());
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_EQ(g->text(), "extra_0");
+  // The notification may travel on another stream than the answer: give it a moment.
+  for (int i = 0; i < 50 && client.tools_generation() == 0; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(client.tools_generation(), 1);
+  auto after = client.list_tools();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->size(), before->size() + 1);
+  EXPECT_TRUE(has_tool(*after, "extra_0"));
+}
+
+TEST(McpStreamableHttp, ToolListChangedRefreshesTheList) {
+  CODEACT_REQUIRE_MCP_VENV();
+  HttpFixture server({"--transport", "streamable-http"});
+  ASSERT_TRUE(server.error().empty()) << server.error();
+  list_changed_over(server.url("/mcp"), TransportKind::kStreamableHttp);
+}
+
 TEST(McpHttpSse, OldTransport) {
   CODEACT_REQUIRE_MCP_VENV();
   HttpFixture server({"--transport", "sse"});
