@@ -415,15 +415,15 @@ core::Result<Json> WorkflowState::query(const std::string& name, const Args& arg
   }
 }
 
-std::shared_ptr<Pending> WorkflowState::schedule_activity(const std::string& name, Args args,
-                                                          const ActivityOptions& o) {
+std::pair<std::shared_ptr<Pending>, std::string> WorkflowState::schedule_activity(const std::string& name, Args args,
+                                                                                   const ActivityOptions& o) {
   auto p = std::make_shared<Pending>();
   int64_t seq = next_activity_seq_++;
   if (o.start_to_close_timeout.count() <= 0 && o.schedule_to_close_timeout.count() <= 0) {
     p->resolved = true;
     p->result.emplace(Failure::application(
         "InvalidArgument", "activity '" + name + "': set start_to_close_timeout or schedule_to_close_timeout", true));
-    return p;
+    return {p, ""};
   }
   std::string id = o.activity_id.empty() ? std::to_string(seq) : o.activity_id;
   commandv1::Command cmd;
@@ -451,7 +451,36 @@ std::shared_ptr<Pending> WorkflowState::schedule_activity(const std::string& nam
   }
   commands_.push_back(std::move(cmd));
   activities_by_id_[id] = p;
-  return p;
+  return {p, id};
+}
+
+void WorkflowState::cancel_activity(const std::string& activity_id) {
+  auto it = activities_by_id_.find(activity_id);
+  if (it == activities_by_id_.end()) return;  // already resolved
+  for (const auto& [scheduled, id] : activity_id_by_scheduled_event_) {
+    if (id != activity_id) continue;
+    commandv1::Command cmd;
+    cmd.set_command_type(enumsv1::COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK);
+    cmd.mutable_request_cancel_activity_task_command_attributes()->set_scheduled_event_id(scheduled);
+    commands_.push_back(std::move(cmd));
+    return;
+  }
+  // Not recorded yet: the schedule command is still in this activation; drop it.
+  for (auto c = commands_.begin(); c != commands_.end(); ++c) {
+    if (c->command_type() == enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK &&
+        c->schedule_activity_task_command_attributes().activity_id() == activity_id) {
+      commands_.erase(c);
+      break;
+    }
+  }
+  auto p = it->second;
+  activities_by_id_.erase(it);
+  Failure f;
+  f.kind = FailureKind::kCanceled;
+  f.code = core::Code::kCancelled;
+  f.message = "activity cancelled before it was scheduled";
+  f.activity_id = activity_id;
+  resolve(p, std::move(f));
 }
 
 std::shared_ptr<Pending> WorkflowState::start_timer(std::chrono::milliseconds d) {
@@ -519,7 +548,11 @@ void ConditionAwaitable::await_suspend(std::coroutine_handle<> h) { state_->add_
 
 const WorkflowInfo& WorkflowContext::info() const { return state_->info(); }
 ActivityAwaitable WorkflowContext::execute_activity(const std::string& name, Args args, const ActivityOptions& options) {
-  return ActivityAwaitable(state_->schedule_activity(name, std::move(args), options));
+  auto [pending, id] = state_->schedule_activity(name, std::move(args), options);
+  return ActivityAwaitable(std::move(pending), state_, std::move(id));
+}
+void ActivityAwaitable::cancel() {
+  if (!activity_id_.empty()) state_->cancel_activity(activity_id_);
 }
 TimerAwaitable WorkflowContext::sleep(std::chrono::milliseconds duration) {
   return TimerAwaitable(state_->start_timer(duration));

@@ -64,7 +64,10 @@ class WorkflowState {
 
   // ---- used by WorkflowContext and the awaitables ----
   const WorkflowInfo& info() const { return info_; }
-  std::shared_ptr<Pending> schedule_activity(const std::string& name, Args args, const ActivityOptions& o);
+  // Returns the pending result and the activity id.
+  std::pair<std::shared_ptr<Pending>, std::string> schedule_activity(const std::string& name, Args args,
+                                                                     const ActivityOptions& o);
+  void cancel_activity(const std::string& activity_id);
   std::shared_ptr<Pending> start_timer(std::chrono::milliseconds d);
   void add_condition(std::function<bool()> pred, std::coroutine_handle<> h);
   std::chrono::system_clock::time_point now() const { return now_; }

@@ -162,6 +162,30 @@ TEST_F(TemporalTest, FailedTerminatedAndCancelledRunsAreTypedErrors) {
   if (dup.ok()) (void)client_->terminate_workflow(t.id);
 }
 
+TEST_F(TemporalTest, ResultFollowsContinueAsNew) {
+  start_worker();
+  auto opts = start_options("countdown");
+  auto run = client_->start_workflow("Countdown", {3}, opts);
+  ASSERT_TRUE(run.ok()) << run.error().to_string();
+  auto result = client_->get_result(opts.id, run->run_id, 30s);
+  ASSERT_TRUE(result.ok()) << result.failure().to_string();
+  EXPECT_EQ(result->at("done"), true);
+  auto d = client_->describe_workflow(opts.id);
+  ASSERT_TRUE(d.ok());
+  EXPECT_NE(d->run_id, run->run_id) << "the last run is a new run";
+  auto first = client_->get_result(opts.id, run->run_id, 30s, /*follow_runs=*/false);
+  EXPECT_FALSE(first.ok());
+}
+
+TEST_F(TemporalTest, WorkflowCancelsActivityWhichSeesItThroughHeartbeat) {
+  start_worker();
+  auto opts = start_options("cancel-activity");
+  ASSERT_TRUE(client_->start_workflow("CancelActivity", {}, opts).ok());
+  auto result = client_->get_result(opts.id, "", 60s);
+  ASSERT_TRUE(result.ok()) << result.failure().to_string();
+  EXPECT_EQ(result->at("cancelled"), true) << *result;
+}
+
 TEST_F(TemporalTest, QueryIsAnsweredWhileWorkflowWaitsForSignal) {
   start_worker();
   auto opts = start_options("query");

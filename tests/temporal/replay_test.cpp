@@ -214,6 +214,48 @@ TEST(ReplayTest, SignalBeforeHandlerIsBufferedAndDelivered) {
   EXPECT_TRUE(st.ok()) << st.error().to_string();
 }
 
+TEST(ReplayTest, SideEffectReturnsRecordedValueWithoutRunning) {
+  HistoryBuilder b;
+  b.started("Side", nullptr).workflow_task();
+  b.add("MARKER_RECORDED", "markerRecordedEventAttributes",
+        {{"markerName", "SideEffect"}, {"details", {{"seq", payloads(1)}, {"data", payloads(42)}}}});
+  b.completed(42);
+  static bool ran = false;
+  static Json seen;
+  ran = false;
+  Replayer r;
+  r.register_workflow("Side", [](WorkflowContext& ctx, Args) -> Task<Json> {
+    seen = ctx.side_effect([] {
+      ran = true;
+      return Json(7);
+    });
+    co_return seen;
+  });
+  auto st = r.replay(b.build());
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+  EXPECT_FALSE(ran) << "a recorded side effect must not run again on replay";
+  EXPECT_EQ(seen, 42);
+}
+
+TEST(ReplayTest, RandomAndUuidAreTheSameOnEveryReplay) {
+  static std::vector<std::string> seen;
+  seen.clear();
+  Replayer r;
+  r.register_workflow("Greet", [](WorkflowContext& ctx, Args args) -> Task<Json> {
+    seen.push_back(ctx.uuid() + "/" + std::to_string(ctx.random()));
+    Json by;
+    ctx.set_signal_handler("finish", [&](const Args& a) { by = a.at(0).at("by"); });
+    auto g = co_await ctx.execute_activity("compose_greeting", args.at(0), opts());
+    co_await ctx.sleep(1s);
+    co_await ctx.wait_condition([&] { return !by.is_null(); });
+    co_return Json{{"greeting", std::move(g).value_or_throw()}, {"by", by}};
+  });
+  ASSERT_TRUE(r.replay(greet_history()).ok());
+  ASSERT_TRUE(r.replay(greet_history()).ok());
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], seen[1]);
+}
+
 TEST(ReplayTest, UnknownWorkflowTypeIsNotFound) {
   Replayer r;
   auto st = r.replay(greet_history());

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "codeact/temporal/worker.hpp"
 
@@ -110,7 +111,40 @@ inline Task<Json> durable_workflow(WorkflowContext& ctx, Args args) {
   co_return steps;
 }
 
+// Counts down through continue-as-new; the client follows the runs to the last one's result.
+inline Task<Json> countdown_workflow(WorkflowContext& ctx, Args args) {
+  int n = args.at(0).get<int>();
+  if (n > 0) ctx.continue_as_new({Json(n - 1)});
+  co_return Json{{"done", true}, {"run_id_set", !ctx.info().run_id.empty()}};
+}
+
+// Heartbeats until cancelled (at most 20 s).
+inline core::Result<Json> wait_for_cancel_activity(ActivityContext& ctx, const Args&) {
+  for (int i = 0; i < 200; ++i) {
+    ctx.heartbeat({Json(i)});
+    if (ctx.cancelled()) return core::cancelled("wait_for_cancel: cancelled as asked");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return Json("never cancelled");
+}
+
+// Starts a long activity, cancels it after a timer, reports what came back.
+inline Task<Json> cancel_activity_workflow(WorkflowContext& ctx, Args) {
+  ActivityOptions o;
+  o.start_to_close_timeout = std::chrono::seconds(30);
+  o.heartbeat_timeout = std::chrono::seconds(1);
+  auto act = ctx.execute_activity("wait_for_cancel", Args(), o);
+  co_await ctx.sleep(std::chrono::milliseconds(500));
+  act.cancel();
+  ActivityResult r = co_await act;
+  if (r.ok()) co_return Json{{"cancelled", false}, {"value", r.value()}};
+  co_return Json{{"cancelled", r.failure().kind == FailureKind::kCanceled}, {"message", r.failure().message}};
+}
+
 inline void register_test_workflows(Worker& w) {
+  w.register_workflow("Countdown", countdown_workflow);
+  w.register_workflow("CancelActivity", cancel_activity_workflow);
+  w.register_activity("wait_for_cancel", wait_for_cancel_activity);
   w.register_workflow("Scenario", scenario_workflow);
   w.register_workflow("Flaky", flaky_workflow);
   w.register_workflow("Reject", reject_workflow);

@@ -83,15 +83,23 @@ struct Pending {
 };
 }  // namespace internal
 
+// A scheduled activity. co_await it (once) for its result.
 class ActivityAwaitable {
  public:
-  explicit ActivityAwaitable(std::shared_ptr<internal::Pending> p) : p_(std::move(p)) {}
+  ActivityAwaitable(std::shared_ptr<internal::Pending> p, internal::WorkflowState* state, std::string activity_id)
+      : p_(std::move(p)), state_(state), activity_id_(std::move(activity_id)) {}
   bool await_ready() const noexcept { return p_->resolved; }
   void await_suspend(std::coroutine_handle<> h) noexcept { p_->waiter = h; }
   ActivityResult await_resume() { return std::move(*p_->result); }
+  // Requests cancellation. The activity sees it through its next heartbeat; the result is then
+  // a kCanceled Failure, unless the activity completes or fails first. An activity not yet
+  // scheduled is not scheduled at all.
+  void cancel();
 
  private:
   std::shared_ptr<internal::Pending> p_;
+  internal::WorkflowState* state_;
+  std::string activity_id_;
 };
 
 class TimerAwaitable {
