@@ -50,6 +50,11 @@ std::string describe_command(const commandv1::Command& c) {
     case enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION: return "FailWorkflowExecution";
     case enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION: return "CancelWorkflowExecution";
     case enumsv1::COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION: return "ContinueAsNewWorkflowExecution";
+    case enumsv1::COMMAND_TYPE_CANCEL_TIMER:
+      return "CancelTimer(timer_id='" + c.cancel_timer_command_attributes().timer_id() + "')";
+    case enumsv1::COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK:
+      return "RequestCancelActivityTask(scheduled_event_id=" +
+             std::to_string(c.request_cancel_activity_task_command_attributes().scheduled_event_id()) + ")";
     default: return enumsv1::CommandType_Name(c.command_type());
   }
 }
@@ -116,6 +121,8 @@ bool same_command(const commandv1::Command& c, const historyv1::HistoryEvent& e)
     case enumsv1::COMMAND_TYPE_RECORD_MARKER:
       return c.record_marker_command_attributes().marker_name() ==
              e.marker_recorded_event_attributes().marker_name();
+    case enumsv1::COMMAND_TYPE_CANCEL_TIMER:
+      return c.cancel_timer_command_attributes().timer_id() == e.timer_canceled_event_attributes().timer_id();
     default: return true;
   }
 }
@@ -226,6 +233,8 @@ core::Status WorkflowState::match_command_event(const historyv1::HistoryEvent& e
                           describe_command(c) + ", but history has " + describe_event(e));
   if (e.event_type() == enumsv1::EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
     activity_id_by_scheduled_event_[e.event_id()] = e.activity_task_scheduled_event_attributes().activity_id();
+  if (e.event_type() == enumsv1::EVENT_TYPE_TIMER_STARTED)
+    recorded_timers_.insert(e.timer_started_event_attributes().timer_id());
   expected_.pop_front();
   return core::ok_status();
 }
@@ -483,7 +492,7 @@ void WorkflowState::cancel_activity(const std::string& activity_id) {
   resolve(p, std::move(f));
 }
 
-std::shared_ptr<Pending> WorkflowState::start_timer(std::chrono::milliseconds d) {
+std::shared_ptr<Pending> WorkflowState::start_timer(std::chrono::milliseconds d, std::string* timer_id) {
   auto p = std::make_shared<Pending>();
   if (d.count() <= 0) {
     p->resolved = true;
@@ -491,6 +500,7 @@ std::shared_ptr<Pending> WorkflowState::start_timer(std::chrono::milliseconds d)
     return p;
   }
   std::string id = std::to_string(next_timer_seq_++);
+  if (timer_id) *timer_id = id;
   commandv1::Command cmd;
   cmd.set_command_type(enumsv1::COMMAND_TYPE_START_TIMER);
   auto* a = cmd.mutable_start_timer_command_attributes();
@@ -499,6 +509,25 @@ std::shared_ptr<Pending> WorkflowState::start_timer(std::chrono::milliseconds d)
   commands_.push_back(std::move(cmd));
   timers_[id] = p;
   return p;
+}
+
+void WorkflowState::cancel_timer(const std::string& timer_id) {
+  if (timers_.erase(timer_id) == 0) return;  // fired already
+  if (recorded_timers_.count(timer_id)) {
+    commandv1::Command cmd;
+    cmd.set_command_type(enumsv1::COMMAND_TYPE_CANCEL_TIMER);
+    cmd.mutable_cancel_timer_command_attributes()->set_timer_id(timer_id);
+    commands_.push_back(std::move(cmd));
+    return;
+  }
+  // Started in this activation: never send it.
+  for (auto c = commands_.begin(); c != commands_.end(); ++c) {
+    if (c->command_type() == enumsv1::COMMAND_TYPE_START_TIMER &&
+        c->start_timer_command_attributes().timer_id() == timer_id) {
+      commands_.erase(c);
+      return;
+    }
+  }
 }
 
 void WorkflowState::add_condition(std::function<bool()> pred, std::coroutine_handle<> h) {
@@ -560,6 +589,16 @@ TimerAwaitable WorkflowContext::sleep(std::chrono::milliseconds duration) {
 ConditionAwaitable WorkflowContext::wait_condition(std::function<bool()> pred) {
   return ConditionAwaitable(state_, std::move(pred));
 }
+Task<bool> WorkflowContext::wait_condition(std::function<bool()> pred, std::chrono::milliseconds timeout) {
+  if (pred()) co_return true;
+  std::string timer_id;
+  auto timer = state_->start_timer(timeout, &timer_id);
+  co_await ConditionAwaitable(state_, [&] { return timer->resolved || pred(); });
+  bool satisfied = pred();
+  if (!timer->resolved) state_->cancel_timer(timer_id);
+  co_return satisfied;
+}
+
 std::chrono::system_clock::time_point WorkflowContext::now() const { return state_->now(); }
 uint64_t WorkflowContext::random() { return state_->random(); }
 std::string WorkflowContext::uuid() {

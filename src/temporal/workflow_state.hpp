@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,7 +69,8 @@ class WorkflowState {
   std::pair<std::shared_ptr<Pending>, std::string> schedule_activity(const std::string& name, Args args,
                                                                      const ActivityOptions& o);
   void cancel_activity(const std::string& activity_id);
-  std::shared_ptr<Pending> start_timer(std::chrono::milliseconds d);
+  std::shared_ptr<Pending> start_timer(std::chrono::milliseconds d, std::string* timer_id = nullptr);
+  void cancel_timer(const std::string& timer_id);
   void add_condition(std::function<bool()> pred, std::coroutine_handle<> h);
   std::chrono::system_clock::time_point now() const { return now_; }
   uint64_t random() { return rng_(); }
@@ -113,6 +115,7 @@ class WorkflowState {
   std::map<std::string, std::shared_ptr<Pending>> activities_by_id_;  // pending, by activity id
   std::map<int64_t, std::string> activity_id_by_scheduled_event_;
   std::map<std::string, std::shared_ptr<Pending>> timers_;           // pending, by timer id
+  std::set<std::string> recorded_timers_;                            // TimerStarted seen
   std::map<int64_t, Json> recorded_side_effects_;                    // from history, by seq
 
   std::map<std::string, std::function<void(const Args&)>> signal_handlers_;

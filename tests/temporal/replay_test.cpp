@@ -256,6 +256,47 @@ TEST(ReplayTest, RandomAndUuidAreTheSameOnEveryReplay) {
   EXPECT_EQ(seen[0], seen[1]);
 }
 
+Task<Json> wait_with_timeout(WorkflowContext& ctx, Args) {
+  bool got = false;
+  ctx.set_signal_handler("go", [&](const Args&) { got = true; });
+  bool satisfied = co_await ctx.wait_condition([&] { return got; }, 1s);
+  co_return satisfied;
+}
+
+TEST(ReplayTest, WaitConditionTimesOutOnItsTimer) {
+  HistoryBuilder b;
+  b.started("Wait", nullptr).workflow_task().timer_started("1");
+  int64_t t = b.last_id();
+  b.timer_fired("1", t).workflow_task().completed(false);
+  Replayer r;
+  r.register_workflow("Wait", wait_with_timeout);
+  auto st = r.replay(b.build());
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+TEST(ReplayTest, WaitConditionSatisfiedCancelsItsTimer) {
+  HistoryBuilder b;
+  b.started("Wait", nullptr).workflow_task().timer_started("1");
+  b.signaled("go", nullptr).workflow_task();
+  b.add("TIMER_CANCELED", "timerCanceledEventAttributes", {{"timerId", "1"}, {"startedEventId", "5"}});
+  b.completed(true);
+  Replayer r;
+  r.register_workflow("Wait", wait_with_timeout);
+  auto st = r.replay(b.build());
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+  // Code that forgets to cancel the timer does not match this history.
+  Replayer old;
+  old.register_workflow("Wait", [](WorkflowContext& ctx, Args) -> Task<Json> {
+    bool got = false;
+    ctx.set_signal_handler("go", [&](const Args&) { got = true; });
+    co_await ctx.wait_condition([&] { return got; });
+    co_return true;
+  });
+  auto bad = old.replay(b.build());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("TimerStarted(timer_id='1')"), std::string::npos) << bad.error().message();
+}
+
 TEST(ReplayTest, UnknownWorkflowTypeIsNotFound) {
   Replayer r;
   auto st = r.replay(greet_history());

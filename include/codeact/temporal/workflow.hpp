@@ -144,6 +144,9 @@ class WorkflowContext {
   TimerAwaitable sleep(std::chrono::milliseconds duration);
   // Resumes when pred() is true; pred is re-evaluated after every change of workflow state.
   ConditionAwaitable wait_condition(std::function<bool()> pred);
+  // Same, giving up after `timeout` (a durable timer, cancelled when pred() wins).
+  // Returns pred()'s value on resumption: false means the timeout won.
+  Task<bool> wait_condition(std::function<bool()> pred, std::chrono::milliseconds timeout);
 
   // The time of the current workflow task (identical on replay).
   std::chrono::system_clock::time_point now() const;
