@@ -57,8 +57,10 @@ class SandboxTools final : public agent::Toolset {
                std::shared_ptr<CodeActToolset> functions = nullptr);
 
   std::string id() const override { return "sandbox"; }
-  agent::Task<core::Result<std::vector<agent::ToolInfo>>> get_tools(const agent::RunContext& ctx) override;
-  agent::Task<agent::ToolResult> call_tool(const agent::ToolCall& call, const agent::RunContext& ctx) override;
+  agent::Task<core::Result<std::vector<agent::ToolInfo>>> get_tools(
+      const agent::RunContext& ctx) override;
+  agent::Task<agent::ToolResult> call_tool(const agent::ToolCall& call,
+                                           const agent::RunContext& ctx) override;
 
   const SandboxToolsOptions& options() const { return options_; }
 
