@@ -35,6 +35,7 @@ void add_image_commands(CLI::App& app, ExitCode& exit);
 void add_sandbox_commands(CLI::App& app, ExitCode& exit);
 void add_volume_commands(CLI::App& app, ExitCode& exit);
 void add_doctor_command(CLI::App& app, ExitCode& exit);
+void add_run_command(CLI::App& app, ExitCode& exit);
 void add_mcp_commands(CLI::App& app, ExitCode& exit);
 
 // Runs a cell with the tools of these MCP servers (from app_conf.yml; `config_path` "" = the

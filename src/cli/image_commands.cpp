@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli_context.hpp"
+#include "codeact/codeact/codeact_agent.hpp"
 #include "codeact/core/config.hpp"
 #include "codeact/core/subprocess.hpp"
 #include "codeact/sandbox/docker_client.hpp"
@@ -115,6 +116,14 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
       } else {
         ok(fmt::format("NFS volumes on {}:{}", *core::getenv_string("NFS_SERVER"), *core::getenv_string("NFS_PATH")));
       }
+    }
+    // The model `codeact run` would use without --model.
+    if (auto builder = codeact::AgentBuilder::load(); !builder.ok()) {
+      bad("agent config: " + builder.error().message(), "fix the file named above (see config/ for examples)");
+    } else if (auto model = codeact::resolve_model_name(*builder); model.ok()) {
+      ok("model " + *model + " (default for `codeact run`; prompts from " + builder->prompts->source() + ")");
+    } else {
+      warn("no default model for `codeact run`", model.error().message() + ", or pass --model provider:model");
     }
     std::cout << (problems == 0 ? "everything codeact needs is in place\n"
                                 : fmt::format("{} problem(s) to fix\n", problems));

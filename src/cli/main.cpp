@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   cli::add_sandbox_commands(app, exit);
   cli::add_volume_commands(app, exit);
   cli::add_doctor_command(app, exit);
+  cli::add_run_command(app, exit);
   cli::add_mcp_commands(app, exit);
 
   try {
