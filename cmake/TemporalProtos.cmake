@@ -63,10 +63,15 @@ if(NOT EXISTS "${_tp_root}/.complete")
     endforeach()
   else()
     # No cargo: the Python SDK's wheel carries the same schema (sdk-core's protos crate).
-    find_package(Python3 REQUIRED COMPONENTS Interpreter)
+    # The repo's venv (scripts/setup.sh makes it before building) has pip; else python3.
+    find_program(CODEACT_PIP_PYTHON NAMES python3 python HINTS "${PROJECT_SOURCE_DIR}/.venv/bin" NO_DEFAULT_PATH)
+    if(NOT CODEACT_PIP_PYTHON)
+      find_package(Python3 REQUIRED COMPONENTS Interpreter)
+      set(CODEACT_PIP_PYTHON "${Python3_EXECUTABLE}")
+    endif()
     set(_wheel_dir "${_tp_root}/wheel")
     message(STATUS "cargo not found; fetching temporalio==${CODEACT_TEMPORAL_PY_VERSION} with pip")
-    execute_process(COMMAND "${Python3_EXECUTABLE}" -m pip download --no-deps --only-binary=:all:
+    execute_process(COMMAND "${CODEACT_PIP_PYTHON}" -m pip download --no-deps --only-binary=:all:
                             -d "${_wheel_dir}" "temporalio==${CODEACT_TEMPORAL_PY_VERSION}"
                     RESULT_VARIABLE _rc ERROR_VARIABLE _pip_err)
     file(GLOB _whl "${_wheel_dir}/temporalio-*.whl")
