@@ -47,7 +47,8 @@ Stats stats(std::vector<double> v) {
 }
 
 void row(const std::string& name, const Stats& s) {
-  std::cout << fmt::format("  {:<52} p50 {:8.3f} ms   p90 {:8.3f} ms   mean {:8.3f} ms\n", name, s.p50, s.p90, s.mean);
+  std::cout << fmt::format("  {:<52} p50 {:8.3f} ms   p90 {:8.3f} ms   mean {:8.3f} ms\n", name,
+                           s.p50, s.p90, s.mean);
 }
 
 }  // namespace
@@ -74,7 +75,8 @@ int main(int argc, char** argv) {
   auto servers = std::make_shared<mcp::McpServerSet>(std::vector<mcp::McpServerConfig>{fixture});
   ::codeact::codeact::CodeActToolsetOptions o;
   o.mcp = servers;
-  o.host_functions.push_back(::codeact::codeact::host_function("noop", {}, "Does nothing.", std::function<void()>([] {})));
+  o.host_functions.push_back(
+      ::codeact::codeact::host_function("noop", {}, "Does nothing.", std::function<void()>([] {})));
   ::codeact::codeact::CodeActToolset tools(o);
   if (auto p = tools.prepare(manager, id); !p.ok()) die(p.error().to_string());
 
@@ -90,7 +92,8 @@ int main(int argc, char** argv) {
   // Per-call latencies measured inside one cell (perf_counter around each call).
   auto in_cell = [&](const std::string& call, const std::string& setup = "") {
     std::string code = fmt::format(
-        "import time as _t, json as _j\n{}\n_ts = []\nfor _i in range({}):\n    _a = _t.perf_counter()\n    {}\n"
+        "import time as _t, json as _j\n{}\n_ts = []\nfor _i in range({}):\n    _a = "
+        "_t.perf_counter()\n    {}\n"
         "    _ts.append((_t.perf_counter() - _a) * 1000)\nprint(_j.dumps(_ts))\n",
         setup, n, call);
     auto r = cell(code);
@@ -121,9 +124,10 @@ int main(int argc, char** argv) {
   Stats cell_noop = stats(cells("noop()"));
   row("whole cell `None` (baseline)", cell_none);
   row("whole cell `noop()`", cell_noop);
-  std::cout << fmt::format("  bridge adds {:.3f} ms per call at p50 (in-cell), {:.3f} ms per cell at p50 -> {}\n\n",
-                           bridged.p50 - local.p50, cell_noop.p50 - cell_none.p50,
-                           bridged.p50 - local.p50 <= 1.0 ? "within the 1 ms target" : "OVER the 1 ms target");
+  std::cout << fmt::format(
+      "  bridge adds {:.3f} ms per call at p50 (in-cell), {:.3f} ms per cell at p50 -> {}\n\n",
+      bridged.p50 - local.p50, cell_noop.p50 - cell_none.p50,
+      bridged.p50 - local.p50 <= 1.0 ? "within the 1 ms target" : "OVER the 1 ms target");
 
   std::cout << "2. MCP tool call (fixture echo over stdio)\n";
   auto client = servers->client("fixture");
@@ -139,9 +143,10 @@ int main(int argc, char** argv) {
   Stats via = stats(in_cell("echo(text='x')"));
   row("direct from C++ (McpClient::call_tool, baseline)", d);
   row("from sandbox code (kernel -> bridge -> McpClient)", via);
-  std::cout << fmt::format("  sandbox/direct ratio {:.2f}x at p50; the bridge adds {:.3f} ms at p50 -> {}\n",
-                           via.p50 / std::max(d.p50, 1e-9), via.p50 - d.p50,
-                           via.p50 - d.p50 <= 1.0 ? "within the 1 ms target" : "OVER the 1 ms target");
+  std::cout << fmt::format(
+      "  sandbox/direct ratio {:.2f}x at p50; the bridge adds {:.3f} ms at p50 -> {}\n",
+      via.p50 / std::max(d.p50, 1e-9), via.p50 - d.p50,
+      via.p50 - d.p50 <= 1.0 ? "within the 1 ms target" : "OVER the 1 ms target");
   servers->close();
   (void)manager.remove(id, true);
   return 0;

@@ -29,16 +29,16 @@ std::string indent(const std::string& text, const std::string& pad) {
 
 }  // namespace
 
-core::Result<sandbox::ExecuteResult> execute_with_tools(sandbox::SandboxManager& manager, const std::string& id,
-                                                        sandbox::ExecuteRequest request,
-                                                        const std::vector<std::string>& mcp_servers,
-                                                        const std::vector<std::string>& function_files,
-                                                        const std::string& config_path) {
+core::Result<sandbox::ExecuteResult> execute_with_tools(
+    sandbox::SandboxManager& manager, const std::string& id, sandbox::ExecuteRequest request,
+    const std::vector<std::string>& mcp_servers, const std::vector<std::string>& function_files,
+    const std::string& config_path) {
   codeact::CodeActToolsetOptions o;
   if (!mcp_servers.empty()) {
     CODEACT_TRY(auto set, mcp::McpServerSet::from_config_file(config_path));
     for (const auto& s : mcp_servers) {
-      if (!set->contains(s)) CODEACT_TRY_STATUS(set->client(s));  // NotFound listing the configured ones
+      if (!set->contains(s))
+        CODEACT_TRY_STATUS(set->client(s));  // NotFound listing the configured ones
     }
     o.mcp = set;
     o.mcp_servers = mcp_servers;
@@ -57,13 +57,16 @@ void add_mcp_commands(CLI::App& app, ExitCode& exit) {
 
   // ls
   {
-    auto* cmd = mcp_cmd->add_subcommand("ls", "List configured MCP servers with their tools and Python signatures");
+    auto* cmd = mcp_cmd->add_subcommand(
+        "ls", "List configured MCP servers with their tools and Python signatures");
     auto json = std::make_shared<bool>(false);
     auto config = std::make_shared<std::string>();
     auto names = std::make_shared<std::vector<std::string>>();
     cmd->add_option("NAME", *names, "Only these servers");
     cmd->add_flag("--json", *json, "Print JSON");
-    cmd->add_option("--config", *config, "app_conf.yml to read (default: $APP_CONFIG_PATH, ./, ~/.config/codeact/, /etc/codeact/)");
+    cmd->add_option(
+        "--config", *config,
+        "app_conf.yml to read (default: $APP_CONFIG_PATH, ./, ~/.config/codeact/, /etc/codeact/)");
     cmd->callback([=, &exit] {
       auto set = mcp::McpServerSet::from_config_file(*config);
       if (!set.ok()) {
@@ -82,14 +85,19 @@ void add_mcp_commands(CLI::App& app, ExitCode& exit) {
           auto tools = (*client)->list_tools();
           if (tools.ok()) {
             auto info = (*client)->server_info();
-            s["server"] = Json{{"name", info.name}, {"version", info.version}, {"protocol", info.protocol_version}};
+            s["server"] = Json{{"name", info.name},
+                               {"version", info.version},
+                               {"protocol", info.protocol_version}};
             Json list = Json::array();
             for (const auto& t : *tools) {
               Json tj = t.to_json();
               auto bound = mcp::bind_tools({{name, t}});
               if (bound.ok()) {
                 const auto& p = (*bound)[0].python;
-                tj["python"] = Json{{"name", p.name}, {"signature", p.signature}, {"doc", p.doc}, {"text", p.text()}};
+                tj["python"] = Json{{"name", p.name},
+                                    {"signature", p.signature},
+                                    {"doc", p.doc},
+                                    {"text", p.text()}};
                 if (seen.count(p.name)) {
                   tj["conflict"] = fmt::format("also offered by server '{}'", seen[p.name]);
                 } else {
@@ -121,15 +129,21 @@ void add_mcp_commands(CLI::App& app, ExitCode& exit) {
         for (const auto& s : out) {
           std::string where = s.contains("config") ? s["config"].value("transport", "") : "";
           if (!s["ok"].get<bool>()) {
-            std::cout << fmt::format("{}  ERROR  {}\n\n", s["name"].get<std::string>(), s.value("error", ""));
+            std::cout << fmt::format("{}  ERROR  {}\n\n", s["name"].get<std::string>(),
+                                     s.value("error", ""));
             continue;
           }
-          std::cout << fmt::format("{}  ({}: {})  {} tool(s)\n", s["name"].get<std::string>(), where,
-                                   s["config"].value("url", s["config"].value("command", "")), s["tools"].size());
+          std::cout << fmt::format(
+              "{}  ({}: {})  {} tool(s)\n", s["name"].get<std::string>(), where,
+              s["config"].value("url", s["config"].value("command", "")), s["tools"].size());
           for (const auto& t : s["tools"]) {
-            if (t.contains("python")) std::cout << indent(t["python"]["text"].get<std::string>(), "    ");
-            if (t.contains("conflict")) std::cout << "    # NOTE: " << t["conflict"].get<std::string>() << "\n";
-            if (t.contains("error")) std::cout << "    # " << t["name"].get<std::string>() << ": " << t["error"].get<std::string>() << "\n";
+            if (t.contains("python"))
+              std::cout << indent(t["python"]["text"].get<std::string>(), "    ");
+            if (t.contains("conflict"))
+              std::cout << "    # NOTE: " << t["conflict"].get<std::string>() << "\n";
+            if (t.contains("error"))
+              std::cout << "    # " << t["name"].get<std::string>() << ": "
+                        << t["error"].get<std::string>() << "\n";
             std::cout << "\n";
           }
         }
@@ -152,11 +166,13 @@ void add_mcp_commands(CLI::App& app, ExitCode& exit) {
     cmd->add_option("ARGS", *args, "Arguments as a JSON object (default {})");
     cmd->add_flag("--json", *json, "Print the raw result (content, structuredContent, isError)");
     cmd->add_option("--config", *config, "app_conf.yml to read");
-    cmd->add_option("--timeout", *timeout, "Seconds to wait for the answer (default: the server's timeout)");
+    cmd->add_option("--timeout", *timeout,
+                    "Seconds to wait for the answer (default: the server's timeout)");
     cmd->callback([=, &exit] {
       auto parsed = core::parse_json(*args, "tool arguments");
       if (!parsed.ok() || !parsed->is_object()) {
-        exit.value = report(core::invalid_argument(fmt::format("ARGS must be a JSON object, got: {}", *args)));
+        exit.value = report(
+            core::invalid_argument(fmt::format("ARGS must be a JSON object, got: {}", *args)));
         return;
       }
       auto set = mcp::McpServerSet::from_config_file(*config);
@@ -164,7 +180,8 @@ void add_mcp_commands(CLI::App& app, ExitCode& exit) {
         exit.value = report(set.error());
         return;
       }
-      auto r = (*set)->call(*server, *tool, *parsed, std::chrono::milliseconds(static_cast<int64_t>(*timeout * 1000)));
+      auto r = (*set)->call(*server, *tool, *parsed,
+                            std::chrono::milliseconds(static_cast<int64_t>(*timeout * 1000)));
       (*set)->close();
       if (!r.ok()) {
         exit.value = report(r.error());
@@ -184,7 +201,8 @@ void add_mcp_commands(CLI::App& app, ExitCode& exit) {
           if (type == "text") {
             std::cout << core::json_string(c, "text") << "\n";
           } else if (type == "image" || type == "audio") {
-            std::cout << fmt::format("[{} {}, {} base64 chars]\n", type, core::json_string(c, "mimeType"),
+            std::cout << fmt::format("[{} {}, {} base64 chars]\n", type,
+                                     core::json_string(c, "mimeType"),
                                      core::json_string(c, "data").size());
           } else {
             std::cout << core::dump_json(c) << "\n";

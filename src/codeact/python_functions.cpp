@@ -27,19 +27,53 @@ PythonFunctionSource PythonFunctionSource::from_string(std::string source, std::
 
 std::string distribution_for_import(std::string_view module) {
   static const std::map<std::string, std::string, std::less<>> kMap = {
-      {"sklearn", "scikit-learn"}, {"PIL", "pillow"}, {"yaml", "pyyaml"}, {"bs4", "beautifulsoup4"},
-      {"cv2", "opencv-python"}, {"skimage", "scikit-image"}, {"dateutil", "python-dateutil"},
-      {"dotenv", "python-dotenv"}, {"docx", "python-docx"}, {"pptx", "python-pptx"}, {"Crypto", "pycryptodome"},
-      {"jwt", "PyJWT"}, {"serial", "pyserial"}, {"usb", "pyusb"}, {"magic", "python-magic"}, {"attr", "attrs"},
-      {"MySQLdb", "mysqlclient"}, {"psycopg2", "psycopg2-binary"}, {"fitz", "pymupdf"}, {"gi", "PyGObject"},
-      {"zmq", "pyzmq"}, {"Levenshtein", "python-Levenshtein"}, {"faiss", "faiss-cpu"},
-      {"telegram", "python-telegram-bot"}, {"jose", "python-jose"}, {"slugify", "python-slugify"},
-      {"multipart", "python-multipart"}, {"OpenSSL", "pyOpenSSL"}, {"Bio", "biopython"}, {"git", "GitPython"},
-      {"google", "protobuf"}, {"lxml", "lxml"}, {"sentence_transformers", "sentence-transformers"},
-      {"tables", "tables"}, {"xlrd", "xlrd"}, {"win32api", "pywin32"}, {"nacl", "PyNaCl"}, {"Image", "pillow"},
-      {"pkg_resources", "setuptools"}, {"markdown", "Markdown"}, {"dns", "dnspython"}, {"ldap", "python-ldap"},
-      {"snappy", "python-snappy"}, {"sqlalchemy", "SQLAlchemy"}, {"tensorflow", "tensorflow"},
-      {"torch", "torch"}, {"duckduckgo_search", "duckduckgo-search"}};
+      {"sklearn", "scikit-learn"},
+      {"PIL", "pillow"},
+      {"yaml", "pyyaml"},
+      {"bs4", "beautifulsoup4"},
+      {"cv2", "opencv-python"},
+      {"skimage", "scikit-image"},
+      {"dateutil", "python-dateutil"},
+      {"dotenv", "python-dotenv"},
+      {"docx", "python-docx"},
+      {"pptx", "python-pptx"},
+      {"Crypto", "pycryptodome"},
+      {"jwt", "PyJWT"},
+      {"serial", "pyserial"},
+      {"usb", "pyusb"},
+      {"magic", "python-magic"},
+      {"attr", "attrs"},
+      {"MySQLdb", "mysqlclient"},
+      {"psycopg2", "psycopg2-binary"},
+      {"fitz", "pymupdf"},
+      {"gi", "PyGObject"},
+      {"zmq", "pyzmq"},
+      {"Levenshtein", "python-Levenshtein"},
+      {"faiss", "faiss-cpu"},
+      {"telegram", "python-telegram-bot"},
+      {"jose", "python-jose"},
+      {"slugify", "python-slugify"},
+      {"multipart", "python-multipart"},
+      {"OpenSSL", "pyOpenSSL"},
+      {"Bio", "biopython"},
+      {"git", "GitPython"},
+      {"google", "protobuf"},
+      {"lxml", "lxml"},
+      {"sentence_transformers", "sentence-transformers"},
+      {"tables", "tables"},
+      {"xlrd", "xlrd"},
+      {"win32api", "pywin32"},
+      {"nacl", "PyNaCl"},
+      {"Image", "pillow"},
+      {"pkg_resources", "setuptools"},
+      {"markdown", "Markdown"},
+      {"dns", "dnspython"},
+      {"ldap", "python-ldap"},
+      {"snappy", "python-snappy"},
+      {"sqlalchemy", "SQLAlchemy"},
+      {"tensorflow", "tensorflow"},
+      {"torch", "torch"},
+      {"duckduckgo_search", "duckduckgo-search"}};
   auto it = kMap.find(module);
   return it == kMap.end() ? std::string(module) : it->second;
 }
@@ -47,8 +81,10 @@ std::string distribution_for_import(std::string_view module) {
 PythonSourceAnalysis PythonSourceAnalysis::from_json(const core::Json& j) {
   PythonSourceAnalysis a;
   a.dedented = core::json_string(j, "source");
-  for (const auto& m : j.value("third_party", core::Json::array())) a.third_party.push_back(m.get<std::string>());
-  for (const auto& m : j.value("missing", core::Json::array())) a.missing.push_back(m.get<std::string>());
+  for (const auto& m : j.value("third_party", core::Json::array()))
+    a.third_party.push_back(m.get<std::string>());
+  for (const auto& m : j.value("missing", core::Json::array()))
+    a.missing.push_back(m.get<std::string>());
   for (const auto& f : j.value("functions", core::Json::array())) {
     a.functions.push_back(Function{core::json_string(f, "name"), core::json_string(f, "signature"),
                                    core::json_string(f, "doc"), core::json_bool(f, "is_async")});
@@ -88,7 +124,8 @@ def __codeact_analyze(source):
                           "is_async": isinstance(node, ast.AsyncFunctionDef)})
     return {"source": src, "third_party": third, "missing": missing, "functions": funcs}
 )PY";
-  return fmt::format("{}\n{} = __codeact_analyze({})\n", kProgram, result_name, mcp::python_literal(core::Json(source)));
+  return fmt::format("{}\n{} = __codeact_analyze({})\n", kProgram, result_name,
+                     mcp::python_literal(core::Json(source)));
 }
 
 std::string definition_program(const PythonSourceAnalysis& analysis, const std::string& origin) {

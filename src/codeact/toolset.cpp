@@ -47,9 +47,10 @@ core::Result<std::string> decode_base64(std::string_view in) {
 
 std::string extension_for(const std::string& mime) {
   static const std::map<std::string, std::string> kExt = {
-      {"image/png", "png"},   {"image/jpeg", "jpg"},  {"image/gif", "gif"},     {"image/webp", "webp"},
-      {"image/svg+xml", "svg"}, {"audio/wav", "wav"}, {"audio/x-wav", "wav"},   {"audio/mpeg", "mp3"},
-      {"audio/ogg", "ogg"},   {"application/pdf", "pdf"}, {"text/plain", "txt"}, {"application/json", "json"},
+      {"image/png", "png"},       {"image/jpeg", "jpg"},    {"image/gif", "gif"},
+      {"image/webp", "webp"},     {"image/svg+xml", "svg"}, {"audio/wav", "wav"},
+      {"audio/x-wav", "wav"},     {"audio/mpeg", "mp3"},    {"audio/ogg", "ogg"},
+      {"application/pdf", "pdf"}, {"text/plain", "txt"},    {"application/json", "json"},
       {"text/csv", "csv"}};
   auto it = kExt.find(mime);
   return it == kExt.end() ? "bin" : it->second;
@@ -75,12 +76,13 @@ std::string FunctionInfo::text() const {
 }
 
 Json FunctionInfo::to_json() const {
-  return Json{{"name", name}, {"signature", signature}, {"doc", doc}, {"classes", classes}, {"origin", origin},
-              {"text", text()}};
+  return Json{{"name", name},       {"signature", signature}, {"doc", doc},
+              {"classes", classes}, {"origin", origin},       {"text", text()}};
 }
 
 FileSink sandbox_file_sink(sandbox::SandboxManager& manager, const std::string& sandbox_id) {
-  return [&manager, sandbox_id](const std::string& path, std::string_view bytes) -> core::Result<std::string> {
+  return [&manager, sandbox_id](const std::string& path,
+                                std::string_view bytes) -> core::Result<std::string> {
     CODEACT_TRY_STATUS(manager.write_file(sandbox_id, path, bytes));
     return path;
   };
@@ -90,7 +92,7 @@ struct CodeActToolset::State {
   CodeActToolsetOptions opts;
   std::mutex mu;
   std::optional<std::vector<mcp::ToolBinding>> bindings;  // GUARDED_BY(mu)
-  int64_t bindings_generation = -1;                        // GUARDED_BY(mu)
+  int64_t bindings_generation = -1;                       // GUARDED_BY(mu)
   std::atomic<int64_t> files{0};
 
   std::vector<std::string> servers() const {
@@ -134,16 +136,18 @@ core::Result<std::vector<FunctionInfo>> CodeActToolset::bridged_functions() {
   std::vector<FunctionInfo> out;
   std::map<std::string, std::string> origin_of;
   for (const auto& b : bindings) {
-    out.push_back(FunctionInfo{b.python.name, b.python.signature, b.python.doc, b.python.classes, "mcp:" + b.server});
+    out.push_back(FunctionInfo{b.python.name, b.python.signature, b.python.doc, b.python.classes,
+                               "mcp:" + b.server});
     origin_of[b.python.name] = fmt::format("MCP server '{}' (tool '{}')", b.server, b.tool.name);
   }
   for (const auto& h : state_->opts.host_functions) {
     if (mcp::python_identifier(h.name) != h.name) {
-      return core::invalid_argument(fmt::format("host function name '{}' is not a Python identifier", h.name));
+      return core::invalid_argument(
+          fmt::format("host function name '{}' is not a Python identifier", h.name));
     }
     if (auto it = origin_of.find(h.name); it != origin_of.end()) {
-      return core::invalid_argument(fmt::format("function name '{}' is offered twice: by {} and by a host function",
-                                                h.name, it->second));
+      return core::invalid_argument(fmt::format(
+          "function name '{}' is offered twice: by {} and by a host function", h.name, it->second));
     }
     origin_of[h.name] = "a host function";
     out.push_back(FunctionInfo{h.name, h.signature, h.doc, {}, "host"});
@@ -158,8 +162,8 @@ core::Result<PythonSourceAnalysis> analyse(sandbox::SandboxManager& manager, con
   static const std::string kVar = "__codeact_analysis";
   auto defined = manager.define(id, analysis_program(src.source, kVar));
   if (!defined.ok()) {
-    return core::Error(defined.error().code(),
-                       fmt::format("Python functions from {}: {}", src.origin, defined.error().message()));
+    return core::Error(defined.error().code(), fmt::format("Python functions from {}: {}",
+                                                           src.origin, defined.error().message()));
   }
   CODEACT_TRY(Json got, manager.kernel_call(id, "get", Json{{"name", kVar}}));
   return PythonSourceAnalysis::from_json(got.value("value", Json::object()));
@@ -176,8 +180,10 @@ core::Result<std::vector<FunctionInfo>> CodeActToolset::functions(sandbox::Sandb
     CODEACT_TRY(auto a, analyse(manager, sandbox_id, src));
     for (const auto& f : a.functions) {
       if (auto it = seen.find(f.name); it != seen.end()) {
-        return core::invalid_argument(fmt::format("function name '{}' is offered twice: by {} and by Python functions "
-                                                  "from {}", f.name, it->second, src.origin));
+        return core::invalid_argument(
+            fmt::format("function name '{}' is offered twice: by {} and by Python functions "
+                        "from {}",
+                        f.name, it->second, src.origin));
       }
       seen[f.name] = "python:" + src.origin;
       out.push_back(FunctionInfo{f.name, f.signature, f.doc, {}, "python:" + src.origin});
@@ -186,8 +192,8 @@ core::Result<std::vector<FunctionInfo>> CodeActToolset::functions(sandbox::Sandb
   return out;
 }
 
-core::Result<std::vector<std::string>> CodeActToolset::tools_as_func(sandbox::SandboxManager& manager,
-                                                                     const std::string& sandbox_id) {
+core::Result<std::vector<std::string>> CodeActToolset::tools_as_func(
+    sandbox::SandboxManager& manager, const std::string& sandbox_id) {
   CODEACT_TRY(auto fns, functions(manager, sandbox_id));
   std::vector<std::string> out;
   for (const auto& f : fns) out.push_back(f.text());
@@ -198,7 +204,8 @@ core::Status CodeActToolset::prepare(sandbox::SandboxManager& manager, const std
   CODEACT_TRY(auto bridged, bridged_functions());
   uint64_t h = fnv1a("codeact-toolset-v1");
   for (const auto& f : bridged) h = fnv1a(f.signature + "\x1f" + f.doc + "\x1e", h);
-  for (const auto& p : state_->opts.python_functions) h = fnv1a(p.origin + "\x1f" + p.source + "\x1e", h);
+  for (const auto& p : state_->opts.python_functions)
+    h = fnv1a(p.origin + "\x1f" + p.source + "\x1e", h);
   std::string marker = fmt::format("__codeact_toolset_{:016x}", h);
   auto present = manager.kernel_call(id, "get", Json{{"name", marker}});
   if (present.ok()) return core::ok_status();
@@ -206,7 +213,8 @@ core::Status CodeActToolset::prepare(sandbox::SandboxManager& manager, const std
 
   if (!bridged.empty()) {
     Json fns = Json::array();
-    for (const auto& f : bridged) fns.push_back(Json{{"name", f.name}, {"signature", f.signature}, {"doc", f.doc}});
+    for (const auto& f : bridged)
+      fns.push_back(Json{{"name", f.name}, {"signature", f.signature}, {"doc", f.doc}});
     CODEACT_TRY_STATUS(manager.register_functions(id, fns));
   }
   std::map<std::string, std::string> names;
@@ -215,8 +223,10 @@ core::Status CodeActToolset::prepare(sandbox::SandboxManager& manager, const std
     CODEACT_TRY(auto a, analyse(manager, id, src));
     for (const auto& f : a.functions) {
       if (names.count(f.name)) {
-        return core::invalid_argument(fmt::format("function name '{}' is offered twice: by {} and by Python functions "
-                                                  "from {}", f.name, names[f.name], src.origin));
+        return core::invalid_argument(
+            fmt::format("function name '{}' is offered twice: by {} and by Python functions "
+                        "from {}",
+                        f.name, names[f.name], src.origin));
       }
       names[f.name] = src.origin;
     }
@@ -225,38 +235,46 @@ core::Status CodeActToolset::prepare(sandbox::SandboxManager& manager, const std
       std::string list;
       for (const auto& m : a.missing) {
         dists.push_back(distribution_for_import(m));
-        list += (list.empty() ? "" : ", ") + m + (dists.back() == m ? "" : " (" + dists.back() + ")");
+        list +=
+            (list.empty() ? "" : ", ") + m + (dists.back() == m ? "" : " (" + dists.back() + ")");
       }
-      core::log().info("sandbox {}: installing {} for Python functions from {}", id, list, src.origin);
+      core::log().info("sandbox {}: installing {} for Python functions from {}", id, list,
+                       src.origin);
       auto installed = manager.install(id, dists);
       if (!installed.ok() || !installed->ok) {
         std::string why = installed.ok() ? installed->output : installed.error().message();
         if (why.size() > 1500) why = "..." + why.substr(why.size() - 1500);
-        return core::failed_precondition(fmt::format(
-            "Python functions from {} import {}, which the sandbox does not have, and installing failed "
-            "(a sandbox without network cannot install; start it with network or preinstall them): {}",
-            src.origin, list, why));
+        return core::failed_precondition(
+            fmt::format("Python functions from {} import {}, which the sandbox does not have, and "
+                        "installing failed "
+                        "(a sandbox without network cannot install; start it with network or "
+                        "preinstall them): {}",
+                        src.origin, list, why));
       }
     }
     auto defined = manager.define(id, definition_program(a, src.origin));
     if (!defined.ok()) {
-      return core::Error(defined.error().code(),
-                         fmt::format("Python functions from {}: {}", src.origin, defined.error().message()));
+      return core::Error(
+          defined.error().code(),
+          fmt::format("Python functions from {}: {}", src.origin, defined.error().message()));
     }
   }
   return manager.define(id, marker + " = True\n");
 }
 
-core::Result<Json> CodeActToolset::to_python_value(const mcp::McpCallResult& r, const mcp::ToolBinding& binding,
-                                                   const FileSink& files, const std::string& artifacts_dir) {
+core::Result<Json> CodeActToolset::to_python_value(const mcp::McpCallResult& r,
+                                                   const mcp::ToolBinding& binding,
+                                                   const FileSink& files,
+                                                   const std::string& artifacts_dir) {
   if (r.is_error) {
     std::string text = r.text();
-    if (text.empty()) text = fmt::format("MCP tool '{}' of server '{}' failed", binding.tool.name, binding.server);
+    if (text.empty())
+      text = fmt::format("MCP tool '{}' of server '{}' failed", binding.tool.name, binding.server);
     return core::failed_precondition(text);
   }
   if (!r.structured.is_null()) {
-    if (mcp::wraps_result(binding.tool.output_schema) && r.structured.is_object() && r.structured.size() == 1 &&
-        r.structured.contains("result")) {
+    if (mcp::wraps_result(binding.tool.output_schema) && r.structured.is_object() &&
+        r.structured.size() == 1 && r.structured.contains("result")) {
       return r.structured["result"];
     }
     return r.structured;
@@ -264,11 +282,13 @@ core::Result<Json> CodeActToolset::to_python_value(const mcp::McpCallResult& r, 
   static std::atomic<int64_t> counter{0};
   auto save = [&](const std::string& b64, const std::string& mime) -> core::Result<Json> {
     CODEACT_TRY(std::string bytes, decode_base64(b64));
-    if (!files) return core::failed_precondition("tool returned a file but no place to save it was given");
+    if (!files)
+      return core::failed_precondition("tool returned a file but no place to save it was given");
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::system_clock::now().time_since_epoch()).count();
-    std::string path = fmt::format("{}/{}-{}-{}.{}", artifacts_dir, binding.python.name, ms, counter.fetch_add(1),
-                                   extension_for(mime));
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+    std::string path = fmt::format("{}/{}-{}-{}.{}", artifacts_dir, binding.python.name, ms,
+                                   counter.fetch_add(1), extension_for(mime));
     CODEACT_TRY(std::string where, files(path, bytes));
     return Json(where);
   };
@@ -285,7 +305,8 @@ core::Result<Json> CodeActToolset::to_python_value(const mcp::McpCallResult& r, 
       if (res.contains("text")) {
         parts.push_back(core::json_string(res, "text"));
       } else if (res.contains("blob")) {
-        CODEACT_TRY(Json p, save(core::json_string(res, "blob"), core::json_string(res, "mimeType")));
+        CODEACT_TRY(Json p,
+                    save(core::json_string(res, "blob"), core::json_string(res, "mimeType")));
         parts.push_back(std::move(p));
       } else {
         parts.push_back(res);
@@ -305,7 +326,8 @@ core::Result<Json> CodeActToolset::to_python_value(const mcp::McpCallResult& r, 
 
 sandbox::BridgeHandler CodeActToolset::bridge_handler(FileSink files) {
   std::shared_ptr<State> state = state_;
-  return [state, files](const std::string& name, const Json& args, const Json& kwargs) -> core::Result<Json> {
+  return [state, files](const std::string& name, const Json& args,
+                        const Json& kwargs) -> core::Result<Json> {
     for (const auto& h : state->opts.host_functions) {
       if (h.name == name) return h.call(args, kwargs);
     }
@@ -314,7 +336,9 @@ sandbox::BridgeHandler CodeActToolset::bridge_handler(FileSink files) {
     for (const auto& x : bindings) {
       if (x.python.name == name) b = &x;
     }
-    if (!b) return core::not_found(fmt::format("no function named {}() is offered to this sandbox", name));
+    if (!b)
+      return core::not_found(
+          fmt::format("no function named {}() is offered to this sandbox", name));
     if (args.is_array() && !args.empty()) {
       return core::invalid_argument(fmt::format("{}() takes keyword arguments only", name));
     }
@@ -331,7 +355,8 @@ sandbox::BridgeHandler CodeActToolset::bridge_handler(FileSink files) {
   };
 }
 
-core::Result<sandbox::ExecuteResult> CodeActToolset::execute(sandbox::SandboxManager& manager, const std::string& id,
+core::Result<sandbox::ExecuteResult> CodeActToolset::execute(sandbox::SandboxManager& manager,
+                                                             const std::string& id,
                                                              sandbox::ExecuteRequest request) {
   CODEACT_TRY_STATUS(prepare(manager, id));
   request.bridge = bridge_handler(sandbox_file_sink(manager, id));

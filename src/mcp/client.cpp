@@ -11,7 +11,8 @@
 namespace codeact::mcp {
 
 const std::vector<std::string>& supported_protocol_versions() {
-  static const std::vector<std::string> v = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+  static const std::vector<std::string> v = {"2025-11-25", "2025-06-18", "2025-03-26",
+                                             "2024-11-05"};
   return v;
 }
 
@@ -21,7 +22,8 @@ McpTool McpTool::from_json(const Json& j) {
   t.title = core::json_string(j, "title");
   t.description = core::json_string(j, "description");
   if (j.contains("inputSchema") && j["inputSchema"].is_object()) t.input_schema = j["inputSchema"];
-  if (j.contains("outputSchema") && j["outputSchema"].is_object()) t.output_schema = j["outputSchema"];
+  if (j.contains("outputSchema") && j["outputSchema"].is_object())
+    t.output_schema = j["outputSchema"];
   if (j.contains("annotations") && j["annotations"].is_object()) t.annotations = j["annotations"];
   return t;
 }
@@ -65,7 +67,9 @@ McpClient::McpClient(McpServerConfig config) : config_(std::move(config)) {}
 
 McpClient::~McpClient() { close(); }
 
-std::string McpClient::who() const { return fmt::format("MCP server '{}' ({})", config_.name, config_.describe()); }
+std::string McpClient::who() const {
+  return fmt::format("MCP server '{}' ({})", config_.name, config_.describe());
+}
 
 void McpClient::set_on_tools_changed(std::function<void()> callback) {
   std::lock_guard lock(mu_);
@@ -90,7 +94,8 @@ void McpClient::close() {
   }
 }
 
-void McpClient::fail_all(const std::shared_ptr<Connection>& conn, const core::Error& error, bool closed) {
+void McpClient::fail_all(const std::shared_ptr<Connection>& conn, const core::Error& error,
+                         bool closed) {
   std::lock_guard lock(conn->mu);
   conn->broken = true;
   if (closed && !conn->closed) conn->closed = error;
@@ -127,13 +132,14 @@ void McpClient::handle_message(const std::shared_ptr<Connection>& conn, Json msg
       const Json& e = msg["error"];
       int64_t code = core::json_int(e, "code", 0);
       std::string text = core::json_string(e, "message", "unknown error");
-      if (e.contains("data") && !e["data"].is_null()) text += " (" + core::dump_json(e["data"]).substr(0, 500) + ")";
+      if (e.contains("data") && !e["data"].is_null())
+        text += " (" + core::dump_json(e["data"]).substr(0, 500) + ")";
       std::string m = fmt::format("{}: {} (JSON-RPC error {})", who(), text, code);
-      p->error = code == -32601 ? core::unimplemented(m)
+      p->error = code == -32601                                       ? core::unimplemented(m)
                  : code == -32602 || code == -32600 || code == -32700 ? core::invalid_argument(m)
-                 : code == -32002 ? core::not_found(m)
-                 : code == -32603 ? core::internal_error(m)
-                                  : core::unknown_error(m);
+                 : code == -32002                                     ? core::not_found(m)
+                 : code == -32603                                     ? core::internal_error(m)
+                                                                      : core::unknown_error(m);
     } else {
       p->result = msg.contains("result") ? std::move(msg["result"]) : Json::object();
     }
@@ -207,7 +213,8 @@ core::Result<std::shared_ptr<McpClient::Connection>> McpClient::ensure_connected
     conn->transport->close();
     std::string tail = conn->transport->stderr_tail();
     std::string msg = e.message();
-    if (!tail.empty() && msg.find(tail) == std::string::npos) msg += "; its last stderr lines:\n" + tail;
+    if (!tail.empty() && msg.find(tail) == std::string::npos)
+      msg += "; its last stderr lines:\n" + tail;
     return core::Error(e.code(), msg);
   };
   auto started = conn->transport->start(h, config_.init_timeout);
@@ -217,15 +224,16 @@ core::Result<std::shared_ptr<McpClient::Connection>> McpClient::ensure_connected
               {"clientInfo", Json{{"name", "codeact"}, {"version", "0.1.0"}}}};
   auto init = request_on(conn, "initialize", params, config_.init_timeout, nullptr);
   if (!init.ok()) {
-    return fail(core::Error(init.error().code(), fmt::format("initializing failed: {}", init.error().message())));
+    return fail(core::Error(init.error().code(),
+                            fmt::format("initializing failed: {}", init.error().message())));
   }
   std::string version = core::json_string(*init, "protocolVersion");
   const auto& ok = supported_protocol_versions();
   if (std::find(ok.begin(), ok.end(), version) == ok.end()) {
     std::string list;
     for (const auto& v : ok) list += (list.empty() ? "" : ", ") + v;
-    return fail(core::failed_precondition(fmt::format("{} speaks MCP protocol version '{}'; codeact speaks {}", who(),
-                                                      version, list)));
+    return fail(core::failed_precondition(fmt::format(
+        "{} speaks MCP protocol version '{}'; codeact speaks {}", who(), version, list)));
   }
   conn->info.protocol_version = version;
   conn->info.capabilities = init->value("capabilities", Json::object());
@@ -235,18 +243,21 @@ core::Result<std::shared_ptr<McpClient::Connection>> McpClient::ensure_connected
     conn->info.version = core::json_string((*init)["serverInfo"], "version");
   }
   conn->transport->set_protocol_version(version);
-  auto sent = conn->transport->send(Json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}},
-                                    config_.init_timeout, nullptr);
+  auto sent =
+      conn->transport->send(Json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}},
+                            config_.init_timeout, nullptr);
   if (!sent.ok()) return fail(sent.error());
-  core::log().debug("mcp[{}]: initialized ({} {}, protocol {})", config_.name, conn->info.name, conn->info.version,
-                    version);
+  core::log().debug("mcp[{}]: initialized ({} {}, protocol {})", config_.name, conn->info.name,
+                    conn->info.version, version);
   std::lock_guard lock(mu_);
   conn_ = conn;
   return conn;
 }
 
-core::Result<Json> McpClient::request_on(const std::shared_ptr<Connection>& conn, const std::string& method, Json params,
-                                         std::chrono::milliseconds timeout, const core::CancelToken* cancel) {
+core::Result<Json> McpClient::request_on(const std::shared_ptr<Connection>& conn,
+                                         const std::string& method, Json params,
+                                         std::chrono::milliseconds timeout,
+                                         const core::CancelToken* cancel) {
   if (timeout.count() <= 0) timeout = config_.timeout;
   Json id = next_id_.fetch_add(1);
   auto pending = std::make_shared<Pending>();
@@ -265,7 +276,9 @@ core::Result<Json> McpClient::request_on(const std::shared_ptr<Connection>& conn
   auto sent = conn->transport->send(msg, timeout, cancel);
   if (!sent.ok()) {
     forget();
-    if (sent.error().code() == core::Code::kUnavailable || sent.error().code() == core::Code::kDeadlineExceeded) drop(conn);
+    if (sent.error().code() == core::Code::kUnavailable ||
+        sent.error().code() == core::Code::kDeadlineExceeded)
+      drop(conn);
     // The answer may have arrived (and failed the request) before the send reported.
     return sent.error();
   }
@@ -285,15 +298,17 @@ core::Result<Json> McpClient::request_on(const std::shared_ptr<Connection>& conn
   // A hung server is restarted on next use: it may never answer anything again.
   if (!cancelled) conn->broken = true;
   lock.unlock();
-  std::string reason = cancelled ? "cancelled by the caller" : fmt::format("no answer within {} ms", timeout.count());
+  std::string reason = cancelled ? "cancelled by the caller"
+                                 : fmt::format("no answer within {} ms", timeout.count());
   (void)conn->transport->send(Json{{"jsonrpc", "2.0"},
                                    {"method", "notifications/cancelled"},
                                    {"params", Json{{"requestId", id}, {"reason", reason}}}},
                               std::chrono::milliseconds(2000), nullptr);
   if (cancelled) return core::cancelled(fmt::format("{}: {} was cancelled", who(), method));
-  return core::deadline_exceeded(fmt::format("{} did not answer {} within {:.1f}s; the request was cancelled and the "
-                                             "server will be restarted on next use",
-                                             who(), method, static_cast<double>(timeout.count()) / 1000));
+  return core::deadline_exceeded(
+      fmt::format("{} did not answer {} within {:.1f}s; the request was cancelled and the "
+                  "server will be restarted on next use",
+                  who(), method, static_cast<double>(timeout.count()) / 1000));
 }
 
 core::Status McpClient::connect() {
@@ -302,7 +317,8 @@ core::Status McpClient::connect() {
   return core::ok_status();
 }
 
-core::Result<Json> McpClient::request(const std::string& method, Json params, std::chrono::milliseconds timeout,
+core::Result<Json> McpClient::request(const std::string& method, Json params,
+                                      std::chrono::milliseconds timeout,
                                       const core::CancelToken* cancel) {
   CODEACT_TRY(auto conn, ensure_connected());
   return request_on(conn, method, std::move(params), timeout, cancel);
@@ -319,14 +335,16 @@ core::Result<std::vector<McpTool>> McpClient::list_tools() {
   std::set<std::string> cursors;
   Json params = Json::object();
   for (int page = 0; page < 1000; ++page) {
-    CODEACT_TRY(Json r, request_on(conn, "tools/list", params, std::chrono::milliseconds(0), nullptr));
+    CODEACT_TRY(Json r,
+                request_on(conn, "tools/list", params, std::chrono::milliseconds(0), nullptr));
     if (r.contains("tools") && r["tools"].is_array()) {
       for (const auto& t : r["tools"]) tools.push_back(McpTool::from_json(t));
     }
     std::string cursor = core::json_string(r, "nextCursor");
     if (cursor.empty()) break;
     if (!cursors.insert(cursor).second) {
-      return core::data_loss(fmt::format("{}: tools/list returned cursor '{}' twice", who(), cursor));
+      return core::data_loss(
+          fmt::format("{}: tools/list returned cursor '{}' twice", who(), cursor));
     }
     params = Json{{"cursor", cursor}};
   }
@@ -337,13 +355,15 @@ core::Result<std::vector<McpTool>> McpClient::list_tools() {
 }
 
 core::Result<McpCallResult> McpClient::call_tool(const std::string& name, const Json& arguments,
-                                                 std::chrono::milliseconds timeout, const core::CancelToken* cancel) {
+                                                 std::chrono::milliseconds timeout,
+                                                 const core::CancelToken* cancel) {
   Json params{{"name", name}, {"arguments", arguments.is_null() ? Json::object() : arguments}};
   auto r = request("tools/call", params, timeout, cancel);
   if (!r.ok()) return r.error().with_context(fmt::format("tools/call {}", name));
   McpCallResult out;
   out.is_error = core::json_bool(*r, "isError");
-  if (r->contains("content") && (*r)["content"].is_array()) out.content = std::move((*r)["content"]);
+  if (r->contains("content") && (*r)["content"].is_array())
+    out.content = std::move((*r)["content"]);
   if (r->contains("structuredContent")) out.structured = std::move((*r)["structuredContent"]);
   return out;
 }

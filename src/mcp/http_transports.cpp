@@ -22,8 +22,10 @@ std::string snippet(std::string_view s, size_t max = 300) {
 }
 
 core::Error status_error(const McpServerConfig& c, int status, std::string_view body) {
-  std::string msg = fmt::format("MCP server '{}' ({}) answered HTTP {}: {}", c.name, c.url, status, snippet(body));
-  if (status == 401) return core::unauthenticated(msg + " (check the server's `headers` in app_conf.yml)");
+  std::string msg = fmt::format("MCP server '{}' ({}) answered HTTP {}: {}", c.name, c.url, status,
+                                snippet(body));
+  if (status == 401)
+    return core::unauthenticated(msg + " (check the server's `headers` in app_conf.yml)");
   if (status == 403) return core::permission_denied(msg);
   if (status == 404) return core::not_found(msg);
   if (status == 429) return core::resource_exhausted(msg);
@@ -51,8 +53,9 @@ bool deliver_event(const McpServerConfig& c, const TransportHandlers& h, const c
   if (ev.event != "message" || ev.data.empty()) return false;
   auto j = core::parse_json(ev.data, "MCP message");
   if (!j.ok() || !(j->is_object() || j->is_array())) {
-    h.on_malformed(core::data_loss(fmt::format("MCP server '{}' sent an event that is not a JSON-RPC message: '{}'",
-                                               c.name, snippet(ev.data))));
+    h.on_malformed(core::data_loss(
+        fmt::format("MCP server '{}' sent an event that is not a JSON-RPC message: '{}'", c.name,
+                    snippet(ev.data))));
     return false;
   }
   h.on_message(std::move(j).value());
@@ -90,7 +93,8 @@ class StreamableHttpTransport final : public McpTransport {
     if (!listener_.joinable() && !closed_) listener_ = std::thread([this] { listen(); });
   }
 
-  core::Status send(const Json& message, std::chrono::milliseconds timeout, const core::CancelToken* cancel) override {
+  core::Status send(const Json& message, std::chrono::milliseconds timeout,
+                    const core::CancelToken* cancel) override {
     core::HttpRequest req;
     req.method = "POST";
     req.url = config_.url;
@@ -100,7 +104,9 @@ class StreamableHttpTransport final : public McpTransport {
     req.body = core::dump_json(message);
     req.timeout = timeout;
     req.cancel = cancel ? cancel : &closing_;
-    Json wanted = message.is_object() && message.contains("method") && message.contains("id") ? message["id"] : Json();
+    Json wanted = message.is_object() && message.contains("method") && message.contains("id")
+                      ? message["id"]
+                      : Json();
     // The answer is either one JSON document or an event stream; tell them apart by the first
     // byte, so SSE events can be handled as they arrive.
     enum class Kind { kUnknown, kJson, kSse } kind = Kind::kUnknown;
@@ -141,8 +147,9 @@ class StreamableHttpTransport final : public McpTransport {
     if (!r.ok()) {
       if (answered && r.error().code() == core::Code::kCancelled) return core::ok_status();
       if (r.error().code() == core::Code::kDeadlineExceeded) {
-        return core::deadline_exceeded(fmt::format("MCP server '{}' ({}) did not answer within {} ms", config_.name,
-                                                   config_.url, timeout.count()));
+        return core::deadline_exceeded(
+            fmt::format("MCP server '{}' ({}) did not answer within {} ms", config_.name,
+                        config_.url, timeout.count()));
       }
       return r.error().with_context(fmt::format("MCP server '{}' ({})", config_.name, config_.url));
     }
@@ -154,15 +161,18 @@ class StreamableHttpTransport final : public McpTransport {
     if (r->status == 404 && has_session()) {
       std::lock_guard lock(mu_);
       session_id_.clear();
-      return core::unavailable(fmt::format("MCP server '{}' ({}) forgot our session (HTTP 404); it will be "
-                                           "initialized again", config_.name, config_.url));
+      return core::unavailable(
+          fmt::format("MCP server '{}' ({}) forgot our session (HTTP 404); it will be "
+                      "initialized again",
+                      config_.name, config_.url));
     }
     if (r->status < 200 || r->status >= 300) return status_error(config_, r->status, body);
     if (kind == Kind::kJson && !body.empty()) {
       auto j = core::parse_json(body, "MCP answer");
       if (!j.ok() || !(j->is_object() || j->is_array())) {
-        handlers_.on_malformed(core::data_loss(fmt::format(
-            "MCP server '{}' answered with something that is not JSON-RPC: '{}'", config_.name, snippet(body))));
+        handlers_.on_malformed(core::data_loss(
+            fmt::format("MCP server '{}' answered with something that is not JSON-RPC: '{}'",
+                        config_.name, snippet(body))));
         return core::ok_status();
       }
       handlers_.on_message(std::move(j).value());
@@ -236,7 +246,8 @@ class StreamableHttpTransport final : public McpTransport {
 
 class SseTransport final : public McpTransport {
  public:
-  explicit SseTransport(McpServerConfig config) : config_(std::move(config)), http_(core::default_transport()) {}
+  explicit SseTransport(McpServerConfig config)
+      : config_(std::move(config)), http_(core::default_transport()) {}
   ~SseTransport() override { close(); }
 
   core::Status start(TransportHandlers handlers, std::chrono::milliseconds timeout) override {
@@ -244,14 +255,16 @@ class SseTransport final : public McpTransport {
     stream_ = std::thread([this] { listen(); });
     std::unique_lock lock(mu_);
     if (!cv_.wait_for(lock, timeout, [this] { return !endpoint_.empty() || stream_ended_; })) {
-      return core::deadline_exceeded(fmt::format("MCP server '{}' ({}) did not announce its message endpoint within {} ms",
-                                                 config_.name, config_.url, timeout.count()));
+      return core::deadline_exceeded(
+          fmt::format("MCP server '{}' ({}) did not announce its message endpoint within {} ms",
+                      config_.name, config_.url, timeout.count()));
     }
     if (endpoint_.empty()) return stream_error_;
     return core::ok_status();
   }
 
-  core::Status send(const Json& message, std::chrono::milliseconds timeout, const core::CancelToken* cancel) override {
+  core::Status send(const Json& message, std::chrono::milliseconds timeout,
+                    const core::CancelToken* cancel) override {
     std::string endpoint;
     {
       std::lock_guard lock(mu_);
@@ -264,10 +277,12 @@ class SseTransport final : public McpTransport {
     req.headers = config_.headers;
     req.headers.emplace_back("Content-Type", "application/json");
     req.body = core::dump_json(message);
-    req.timeout = timeout.count() > 0 ? std::min(timeout, std::chrono::milliseconds(30000)) : std::chrono::milliseconds(30000);
+    req.timeout = timeout.count() > 0 ? std::min(timeout, std::chrono::milliseconds(30000))
+                                      : std::chrono::milliseconds(30000);
     req.cancel = cancel ? cancel : &closing_;
     auto r = http_->send(req);
-    if (!r.ok()) return r.error().with_context(fmt::format("MCP server '{}' ({})", config_.name, endpoint));
+    if (!r.ok())
+      return r.error().with_context(fmt::format("MCP server '{}' ({})", config_.name, endpoint));
     if (r->status < 200 || r->status >= 300) return status_error(config_, r->status, r->body);
     return core::ok_status();
   }
@@ -306,7 +321,8 @@ class SseTransport final : public McpTransport {
       return true;
     };
     auto r = http_->send(req);
-    core::Error why = core::unavailable(fmt::format("MCP server '{}' ({}) closed its event stream", config_.name, config_.url));
+    core::Error why = core::unavailable(
+        fmt::format("MCP server '{}' ({}) closed its event stream", config_.name, config_.url));
     if (!r.ok()) {
       why = r.error().with_context(fmt::format("MCP server '{}' ({})", config_.name, config_.url));
     } else if (r->status != 200) {
@@ -330,10 +346,10 @@ class SseTransport final : public McpTransport {
   std::thread stream_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::string endpoint_;          // GUARDED_BY(mu_)
-  bool stream_ended_ = false;     // GUARDED_BY(mu_)
+  std::string endpoint_;                                           // GUARDED_BY(mu_)
+  bool stream_ended_ = false;                                      // GUARDED_BY(mu_)
   core::Error stream_error_ = core::unavailable("not connected");  // GUARDED_BY(mu_)
-  bool closed_ = false;           // GUARDED_BY(mu_)
+  bool closed_ = false;                                            // GUARDED_BY(mu_)
 };
 
 }  // namespace

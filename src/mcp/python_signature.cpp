@@ -11,9 +11,10 @@ namespace codeact::mcp {
 namespace {
 
 const std::set<std::string, std::less<>> kKeywords = {
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in",
-    "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"};
+    "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+    "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+    "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+    "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
 
 constexpr int kMaxDepth = 12;
 
@@ -36,11 +37,21 @@ std::string python_string(const std::string& s) {
   std::string out = "'";
   for (unsigned char c : s) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\'': out += "\\'"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           out += fmt::format("\\x{:02x}", c);
@@ -104,10 +115,16 @@ struct Converter {
   }
 
   std::string object_type(const Json& schema, const std::string& hint, int depth) {
-    const Json* props = schema.contains("properties") && schema["properties"].is_object() ? &schema["properties"] : nullptr;
+    const Json* props = schema.contains("properties") && schema["properties"].is_object()
+                            ? &schema["properties"]
+                            : nullptr;
     if (props && !props->empty() && classes) {
-      std::string title = schema.contains("title") && schema["title"].is_string() ? schema["title"].get<std::string>() : "";
-      std::string name = unique_class(camel(!hint.empty() ? hint : !title.empty() ? title : "Object"));
+      std::string title = schema.contains("title") && schema["title"].is_string()
+                              ? schema["title"].get<std::string>()
+                              : "";
+      std::string name = unique_class(camel(!hint.empty()    ? hint
+                                            : !title.empty() ? title
+                                                             : "Object"));
       std::set<std::string> required;
       if (schema.contains("required") && schema["required"].is_array()) {
         for (const auto& r : schema["required"]) {
@@ -123,12 +140,15 @@ struct Converter {
       for (const auto& [key, sub] : props->items()) {
         std::string t = convert(sub, camel(name) + camel(key), depth + 1);
         if (!required.count(key)) t = "NotRequired[" + t + "]";
-        std::string desc = sub.is_object() && sub.contains("description") && sub["description"].is_string()
-                               ? sub["description"].get<std::string>() : "";
+        std::string desc =
+            sub.is_object() && sub.contains("description") && sub["description"].is_string()
+                ? sub["description"].get<std::string>()
+                : "";
         if (functional) {
           lines.push_back(fmt::format("{}: {}", python_string(key), t));
         } else {
-          lines.push_back(fmt::format("    {}: {}{}", key, t, desc.empty() ? "" : "  # " + first_line(desc)));
+          lines.push_back(
+              fmt::format("    {}: {}{}", key, t, desc.empty() ? "" : "  # " + first_line(desc)));
         }
       }
       std::string cls;
@@ -146,7 +166,8 @@ struct Converter {
     }
     if (schema.contains("additionalProperties") && schema["additionalProperties"].is_object() &&
         !schema["additionalProperties"].empty()) {
-      return "dict[str, " + convert(schema["additionalProperties"], hint + "Value", depth + 1) + "]";
+      return "dict[str, " + convert(schema["additionalProperties"], hint + "Value", depth + 1) +
+             "]";
     }
     return "dict[str, Any]";
   }
@@ -174,7 +195,8 @@ struct Converter {
       std::string def_name = ref.substr(ref.rfind('/') + 1);
       base = convert(*target, def_name, depth + 1);
       ref_stack.pop_back();
-      if (!base.empty() && std::isupper(static_cast<unsigned char>(base[0])) && base.find('[') == std::string::npos) {
+      if (!base.empty() && std::isupper(static_cast<unsigned char>(base[0])) &&
+          base.find('[') == std::string::npos) {
         ref_class[ref] = base;
       }
     } else if (schema.contains("const")) {
@@ -234,10 +256,14 @@ struct Converter {
       }
       base = join_union(parts);
     } else {
-      std::string type = schema.contains("type") && schema["type"].is_string() ? schema["type"].get<std::string>() : "";
+      std::string type = schema.contains("type") && schema["type"].is_string()
+                             ? schema["type"].get<std::string>()
+                             : "";
       if (type.empty()) {
-        if (schema.contains("properties")) type = "object";
-        else if (schema.contains("items") || schema.contains("prefixItems")) type = "array";
+        if (schema.contains("properties"))
+          type = "object";
+        else if (schema.contains("items") || schema.contains("prefixItems"))
+          type = "array";
       }
       if (type == "string") {
         base = "str";
@@ -253,7 +279,8 @@ struct Converter {
         if (schema.contains("prefixItems") && schema["prefixItems"].is_array()) {
           base = "tuple[";
           size_t i = 0;
-          for (const auto& item : schema["prefixItems"]) base += (i++ ? ", " : "") + convert(item, hint + "Item", depth + 1);
+          for (const auto& item : schema["prefixItems"])
+            base += (i++ ? ", " : "") + convert(item, hint + "Item", depth + 1);
           base += "]";
         } else if (schema.contains("items") && !schema["items"].is_array()) {
           base = "list[" + convert(schema["items"], hint + "Item", depth + 1) + "]";
@@ -306,10 +333,13 @@ std::string python_identifier(std::string_view name) {
 
 std::string python_literal(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::null: return "None";
-    case Json::value_t::boolean: return v.get<bool>() ? "True" : "False";
+    case Json::value_t::null:
+      return "None";
+    case Json::value_t::boolean:
+      return v.get<bool>() ? "True" : "False";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return v.dump();
+    case Json::value_t::number_unsigned:
+      return v.dump();
     case Json::value_t::number_float: {
       double d = v.get<double>();
       if (std::isnan(d)) return "float('nan')";
@@ -318,7 +348,8 @@ std::string python_literal(const Json& v) {
       if (s.find_first_of(".eE") == std::string::npos) s += ".0";
       return s;
     }
-    case Json::value_t::string: return python_string(v.get<std::string>());
+    case Json::value_t::string:
+      return python_string(v.get<std::string>());
     case Json::value_t::array: {
       std::string out = "[";
       size_t i = 0;
@@ -328,10 +359,12 @@ std::string python_literal(const Json& v) {
     case Json::value_t::object: {
       std::string out = "{";
       size_t i = 0;
-      for (const auto& [k, e] : v.items()) out += (i++ ? ", " : "") + python_string(k) + ": " + python_literal(e);
+      for (const auto& [k, e] : v.items())
+        out += (i++ ? ", " : "") + python_string(k) + ": " + python_literal(e);
       return out + "}";
     }
-    default: return "None";
+    default:
+      return "None";
   }
 }
 
@@ -341,14 +374,18 @@ std::string python_type(const Json& schema, const Json& root, std::vector<std::s
 }
 
 bool wraps_result(const Json& s) {
-  return s.is_object() && s.contains("properties") && s["properties"].is_object() && s["properties"].size() == 1 &&
-         s["properties"].contains("result") && !s.contains("additionalProperties");
+  return s.is_object() && s.contains("properties") && s["properties"].is_object() &&
+         s["properties"].size() == 1 && s["properties"].contains("result") &&
+         !s.contains("additionalProperties");
 }
 
-core::Result<PythonSignature> python_signature(const std::string& name, const std::string& description,
-                                               const Json& input_schema, const Json& output_schema) {
+core::Result<PythonSignature> python_signature(const std::string& name,
+                                               const std::string& description,
+                                               const Json& input_schema,
+                                               const Json& output_schema) {
   if (python_identifier(name) != name) {
-    return core::invalid_argument(fmt::format("function name '{}' is not a Python identifier", name));
+    return core::invalid_argument(
+        fmt::format("function name '{}' is not a Python identifier", name));
   }
   if (!input_schema.is_null() && !input_schema.is_object()) {
     return core::invalid_argument(fmt::format("input schema of {} is not an object", name));
@@ -402,8 +439,9 @@ core::Result<PythonSignature> python_signature(const std::string& name, const st
     // The output schema's $refs resolve inside the output schema.
     Converter out{output_schema, &sig.classes};
     out.class_names = conv.class_names;
-    ret = wraps_result(output_schema) ? out.convert(output_schema["properties"]["result"], camel(name) + "Result", 1)
-                                      : out.convert(output_schema, camel(name) + "Result", 1);
+    ret = wraps_result(output_schema)
+              ? out.convert(output_schema["properties"]["result"], camel(name) + "Result", 1)
+              : out.convert(output_schema, camel(name) + "Result", 1);
   }
   std::string args;
   for (const auto& p : params) {
@@ -411,15 +449,19 @@ core::Result<PythonSignature> python_signature(const std::string& name, const st
     args += p.py + ": " + p.annotation;
     if (!p.required) args += " = " + p.default_text;
   }
-  const Json* extra = schema.contains("additionalProperties") ? &schema["additionalProperties"] : nullptr;
-  if (params.empty() && extra && (extra->is_object() || (extra->is_boolean() && extra->get<bool>()))) {
+  const Json* extra =
+      schema.contains("additionalProperties") ? &schema["additionalProperties"] : nullptr;
+  if (params.empty() && extra &&
+      (extra->is_object() || (extra->is_boolean() && extra->get<bool>()))) {
     sig.var_keyword = true;
-    args = "**kwargs: " + (extra->is_object() ? conv.convert(*extra, camel(name) + "Value", 1) : std::string("Any"));
+    args = "**kwargs: " + (extra->is_object() ? conv.convert(*extra, camel(name) + "Value", 1)
+                                              : std::string("Any"));
   }
   sig.signature = fmt::format("def {}({}) -> {}", name, args, ret);
 
   std::string doc = trim(description);
-  bool any_desc = std::any_of(params.begin(), params.end(), [](const Param& p) { return !p.desc.empty(); });
+  bool any_desc =
+      std::any_of(params.begin(), params.end(), [](const Param& p) { return !p.desc.empty(); });
   if (any_desc) {
     if (!doc.empty()) doc += "\n\n";
     doc += "Args:\n";
@@ -442,16 +484,20 @@ std::string PythonSignature::text() const {
   if (!doc.empty()) {
     std::string escaped;
     for (char c : doc) {
-      if (c == '\\') escaped += "\\\\";
-      else escaped += c;
+      if (c == '\\')
+        escaped += "\\\\";
+      else
+        escaped += c;
     }
     for (size_t pos = 0; (pos = escaped.find("\"\"\"", pos)) != std::string::npos; pos += 4) {
       escaped.replace(pos, 3, "\\\"\"\"");
     }
     if (escaped.back() == '"') escaped.insert(escaped.size() - 1, "\\");
     out += "    \"\"\"" + indent_doc(escaped, "    ").substr(4);
-    if (escaped.find('\n') != std::string::npos) out += "    ";
-    else out.pop_back();
+    if (escaped.find('\n') != std::string::npos)
+      out += "    ";
+    else
+      out.pop_back();
     out += "\"\"\"\n";
   }
   out += "    ...\n";

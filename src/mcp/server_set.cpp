@@ -22,7 +22,8 @@ McpServerSet::McpServerSet(std::vector<McpServerConfig> servers) {
 
 McpServerSet::~McpServerSet() { close(); }
 
-core::Result<std::shared_ptr<McpServerSet>> McpServerSet::from_config_file(const std::string& explicit_path) {
+core::Result<std::shared_ptr<McpServerSet>> McpServerSet::from_config_file(
+    const std::string& explicit_path) {
   CODEACT_TRY(auto entries, load_mcp_servers(explicit_path));
   return std::make_shared<McpServerSet>(std::move(entries));
 }
@@ -43,8 +44,8 @@ core::Result<std::shared_ptr<McpClient>> McpServerSet::client(const std::string&
   if (it == configs_.end()) {
     std::string known;
     for (const auto& n : order_) known += (known.empty() ? "" : ", ") + n;
-    return core::not_found(fmt::format("no MCP server named '{}' in mcp_servers (configured: {})", server,
-                                       known.empty() ? "none" : known));
+    return core::not_found(fmt::format("no MCP server named '{}' in mcp_servers (configured: {})",
+                                       server, known.empty() ? "none" : known));
   }
   if (!it->second.ok()) return it->second.error();
   auto& c = clients_[server];
@@ -52,26 +53,30 @@ core::Result<std::shared_ptr<McpClient>> McpServerSet::client(const std::string&
   return c;
 }
 
-core::Result<std::vector<ToolBinding>> bind_tools(const std::vector<std::pair<std::string, McpTool>>& tools) {
+core::Result<std::vector<ToolBinding>> bind_tools(
+    const std::vector<std::pair<std::string, McpTool>>& tools) {
   std::vector<ToolBinding> out;
   std::map<std::string, size_t> by_name;
   for (const auto& [server, tool] : tools) {
     std::string callable = python_identifier(tool.name);
     if (auto it = by_name.find(callable); it != by_name.end()) {
       const auto& first = out[it->second];
-      return core::invalid_argument(fmt::format(
-          "MCP tool name '{}' is exposed by two servers: '{}' (tool '{}') and '{}' (tool '{}'); use only one of "
-          "them in this run",
-          callable, first.server, first.tool.name, server, tool.name));
+      return core::invalid_argument(
+          fmt::format("MCP tool name '{}' is exposed by two servers: '{}' (tool '{}') and '{}' "
+                      "(tool '{}'); use only one of "
+                      "them in this run",
+                      callable, first.server, first.tool.name, server, tool.name));
     }
-    CODEACT_TRY(auto sig, python_signature(callable, tool.description, tool.input_schema, tool.output_schema));
+    CODEACT_TRY(auto sig, python_signature(callable, tool.description, tool.input_schema,
+                                           tool.output_schema));
     by_name[callable] = out.size();
     out.push_back(ToolBinding{server, tool, std::move(sig)});
   }
   return out;
 }
 
-core::Result<std::vector<ToolBinding>> McpServerSet::tools(const std::vector<std::string>& servers) {
+core::Result<std::vector<ToolBinding>> McpServerSet::tools(
+    const std::vector<std::string>& servers) {
   std::vector<std::string> wanted = servers.empty() ? names() : servers;
   std::vector<std::pair<std::string, McpTool>> all;
   for (const auto& s : wanted) {
@@ -82,7 +87,8 @@ core::Result<std::vector<ToolBinding>> McpServerSet::tools(const std::vector<std
   return bind_tools(all);
 }
 
-core::Result<McpCallResult> McpServerSet::call(const std::string& server, const std::string& tool, const Json& arguments,
+core::Result<McpCallResult> McpServerSet::call(const std::string& server, const std::string& tool,
+                                               const Json& arguments,
                                                std::chrono::milliseconds timeout) {
   CODEACT_TRY(auto c, client(server));
   return c->call_tool(tool, arguments, timeout);

@@ -41,27 +41,31 @@ class StdioTransport final : public McpTransport {
     opts.pipe_stdin = true;
     auto proc = core::Subprocess::spawn(opts);
     if (!proc.ok()) {
-      return proc.error().with_context(fmt::format("cannot start MCP server '{}' ({})", config_.name, config_.describe()));
+      return proc.error().with_context(
+          fmt::format("cannot start MCP server '{}' ({})", config_.name, config_.describe()));
     }
     proc_.emplace(std::move(proc).value());
     stdin_fd_ = proc_->stdin_fd();
-    core::log().debug("mcp[{}]: started pid {} ({})", config_.name, proc_->pid(), config_.describe());
+    core::log().debug("mcp[{}]: started pid {} ({})", config_.name, proc_->pid(),
+                      config_.describe());
     stderr_thread_ = std::thread([this] { read_stderr(); });
     stdout_thread_ = std::thread([this] { read_stdout(); });
     return core::ok_status();
   }
 
-  core::Status send(const Json& message, std::chrono::milliseconds, const core::CancelToken*) override {
+  core::Status send(const Json& message, std::chrono::milliseconds,
+                    const core::CancelToken*) override {
     std::string line = core::dump_json(message) + "\n";
     std::lock_guard lock(write_mu_);
-    if (stdin_fd_ < 0) return core::unavailable(fmt::format("MCP server '{}' is not running", config_.name));
+    if (stdin_fd_ < 0)
+      return core::unavailable(fmt::format("MCP server '{}' is not running", config_.name));
     std::string_view data = line;
     while (!data.empty()) {
       ssize_t n = ::write(stdin_fd_, data.data(), data.size());
       if (n < 0) {
         if (errno == EINTR) continue;
-        return core::unavailable(fmt::format("MCP server '{}': writing to its stdin failed: {}", config_.name,
-                                             std::strerror(errno)));
+        return core::unavailable(fmt::format("MCP server '{}': writing to its stdin failed: {}",
+                                             config_.name, std::strerror(errno)));
       }
       data.remove_prefix(static_cast<size_t>(n));
     }
@@ -158,8 +162,9 @@ class StdioTransport final : public McpTransport {
       buf.erase(0, start);
       scanned = buf.size();
       if (buf.size() > kMaxLineBytes) {
-        handlers_.on_malformed(core::resource_exhausted(fmt::format(
-            "MCP server '{}' sent a message larger than {} MB on stdout", config_.name, kMaxLineBytes >> 20)));
+        handlers_.on_malformed(core::resource_exhausted(
+            fmt::format("MCP server '{}' sent a message larger than {} MB on stdout", config_.name,
+                        kMaxLineBytes >> 20)));
         buf.clear();
         scanned = 0;
       }
@@ -185,9 +190,10 @@ class StdioTransport final : public McpTransport {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     std::string tail = stderr_tail();
-    std::string msg = code >= 0 ? fmt::format("MCP server '{}' ({}) exited with status {}", config_.name,
-                                              config_.describe(), code)
-                                : fmt::format("MCP server '{}' ({}) closed its stdout", config_.name, config_.describe());
+    std::string msg = code >= 0 ? fmt::format("MCP server '{}' ({}) exited with status {}",
+                                              config_.name, config_.describe(), code)
+                                : fmt::format("MCP server '{}' ({}) closed its stdout",
+                                              config_.name, config_.describe());
     if (!tail.empty()) msg += "; its last stderr lines:\n" + tail;
     if (!expected) core::log().warn("{}", msg);
     handlers_.on_closed(core::unavailable(msg));
@@ -200,7 +206,8 @@ class StdioTransport final : public McpTransport {
     if (!j.ok() || !(j->is_object() || j->is_array())) {
       std::string snippet(line.substr(0, 200));
       handlers_.on_malformed(core::data_loss(fmt::format(
-          "MCP server '{}' wrote something that is not a JSON-RPC message on stdout: '{}'", config_.name, snippet)));
+          "MCP server '{}' wrote something that is not a JSON-RPC message on stdout: '{}'",
+          config_.name, snippet)));
       return;
     }
     handlers_.on_message(std::move(j).value());
@@ -216,8 +223,8 @@ class StdioTransport final : public McpTransport {
   bool closing_ = false;  // GUARDED_BY(write_mu_)
   mutable std::mutex state_mu_;
   std::condition_variable exit_cv_;
-  bool stdout_done_ = false;             // GUARDED_BY(state_mu_)
-  std::deque<std::string> stderr_lines_; // GUARDED_BY(state_mu_)
+  bool stdout_done_ = false;              // GUARDED_BY(state_mu_)
+  std::deque<std::string> stderr_lines_;  // GUARDED_BY(state_mu_)
   std::atomic<bool> stop_stderr_{false};
 };
 
@@ -229,9 +236,12 @@ std::unique_ptr<McpTransport> make_stdio_transport(const McpServerConfig& config
 
 std::unique_ptr<McpTransport> make_transport(const McpServerConfig& config) {
   switch (config.transport) {
-    case TransportKind::kStdio: return make_stdio_transport(config);
-    case TransportKind::kStreamableHttp: return make_streamable_http_transport(config);
-    case TransportKind::kSse: return make_sse_transport(config);
+    case TransportKind::kStdio:
+      return make_stdio_transport(config);
+    case TransportKind::kStreamableHttp:
+      return make_streamable_http_transport(config);
+    case TransportKind::kSse:
+      return make_sse_transport(config);
   }
   return make_stdio_transport(config);
 }

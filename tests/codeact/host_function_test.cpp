@@ -14,7 +14,8 @@ TEST(HostFunction, SignatureFromCppTypes) {
                            for (auto& x : v) x *= static_cast<double>(k);
                            return Json{{"values", v}, {"label", label.value_or("none")}};
                          });
-  EXPECT_EQ(f.signature, "def scale(values: list[float], factor: int, label: str | None = None) -> Any");
+  EXPECT_EQ(f.signature,
+            "def scale(values: list[float], factor: int, label: str | None = None) -> Any");
   auto r = f.call(Json::array(), Json{{"values", {1.5, 2}}, {"factor", 2}});
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(*r, (Json{{"values", {3.0, 4.0}}, {"label", "none"}}));

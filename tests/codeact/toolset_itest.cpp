@@ -43,8 +43,8 @@ class ToolsetTest : public ::testing::Test {
     ASSERT_TRUE(info.ok()) << info.error().to_string();
     env_secret_ = "env-secret-" + random_hex();
     header_secret_ = "hdr-secret-" + random_hex();
-    http_ = std::make_unique<HttpFixture>(std::vector<std::string>{"--transport", "streamable-http", "--require-token",
-                                                                   header_secret_});
+    http_ = std::make_unique<HttpFixture>(std::vector<std::string>{
+        "--transport", "streamable-http", "--require-token", header_secret_});
     ASSERT_TRUE(http_->error().empty()) << http_->error();
     auto time = stdio("time", venv_bin("mcp-server-time"), {"--local-timezone", "UTC"});
     time.env["CODEACT_TEST_SECRET"] = env_secret_;
@@ -53,7 +53,8 @@ class ToolsetTest : public ::testing::Test {
     fixture.transport = mcp::TransportKind::kStreamableHttp;
     fixture.url = http_->url("/mcp");
     fixture.headers = {{"Authorization", "Bearer " + header_secret_}};
-    servers_ = std::make_shared<mcp::McpServerSet>(std::vector<mcp::McpServerConfig>{time, fixture});
+    servers_ =
+        std::make_shared<mcp::McpServerSet>(std::vector<mcp::McpServerConfig>{time, fixture});
   }
   static void TearDownTestSuite() {
     if (manager_) (void)manager_->remove(id_, true);
@@ -62,9 +63,7 @@ class ToolsetTest : public ::testing::Test {
     manager_.reset();
     docker_.reset();
   }
-  void SetUp() override {
-    CODEACT_REQUIRE_MCP_VENV();
-  }
+  void SetUp() override { CODEACT_REQUIRE_MCP_VENV(); }
 
   static CodeActToolsetOptions options() {
     CodeActToolsetOptions o;
@@ -110,7 +109,9 @@ TEST_F(ToolsetTest, OneCellCallsTwoServersAndAHostFunction) {
   std::string all;
   for (const auto& f : *fns) all += f + "\n";
   EXPECT_NE(all.find("def get_current_time(timezone: str)"), std::string::npos) << all;
-  EXPECT_NE(all.find("def add(a: int, b: int = 1) -> int:\n    \"\"\"Adds two integers.\"\"\""), std::string::npos) << all;
+  EXPECT_NE(all.find("def add(a: int, b: int = 1) -> int:\n    \"\"\"Adds two integers.\"\"\""),
+            std::string::npos)
+      << all;
   EXPECT_NE(all.find("def host_mul(a: int, b: int) -> int"), std::string::npos) << all;
 }
 
@@ -126,7 +127,8 @@ TEST_F(ToolsetTest, ToolErrorsAreRaisedWithTheServersMessage) {
   EXPECT_NE(r.stdout_text.find("the server refuses"), std::string::npos) << r.stdout_text;
   ASSERT_TRUE(r.error.has_value());
   EXPECT_EQ(r.error->type, "ToolError");
-  EXPECT_NE(r.error->message.find("argument 'a' must be int"), std::string::npos) << r.error->message;
+  EXPECT_NE(r.error->message.find("argument 'a' must be int"), std::string::npos)
+      << r.error->message;
 }
 
 TEST_F(ToolsetTest, ImagesComeBackAsFilesInTheOutputFolder) {
@@ -134,7 +136,8 @@ TEST_F(ToolsetTest, ImagesComeBackAsFilesInTheOutputFolder) {
   auto r = run(tools,
                "import os\n"
                "path = image()\n"
-               "print(path.startswith('/output/mcp/image-'), path.endswith('.png'), open(path, 'rb').read()[:4])\n");
+               "print(path.startswith('/output/mcp/image-'), path.endswith('.png'), open(path, "
+               "'rb').read()[:4])\n");
   EXPECT_TRUE(r.ok) << (r.error ? r.error->message + r.error->traceback : "");
   EXPECT_EQ(r.stdout_text, "True True b'\\x89PNG'\n");
 }
@@ -149,7 +152,8 @@ TEST_F(ToolsetTest, NoCredentialReachesTheSandboxOrThePrompt) {
   EXPECT_TRUE(r.ok) << (r.error ? r.error->message : "");
   EXPECT_EQ(r.stdout_text.find(env_secret_), std::string::npos);
   EXPECT_EQ(r.stdout_text.find(header_secret_), std::string::npos);
-  auto inspect = core::run_process({"docker", "inspect", sandbox::SandboxManager::container_name(id_)}, 30s);
+  auto inspect =
+      core::run_process({"docker", "inspect", sandbox::SandboxManager::container_name(id_)}, 30s);
   ASSERT_TRUE(inspect.ok()) << inspect.error().to_string();
   ASSERT_EQ(inspect->exit_code, 0) << inspect->stderr_text;
   EXPECT_NE(inspect->stdout_text.find("codeact-" + id_), std::string::npos);
@@ -165,22 +169,22 @@ TEST_F(ToolsetTest, NoCredentialReachesTheSandboxOrThePrompt) {
 
 TEST_F(ToolsetTest, PythonFunctionsFromIndentedSourceWithAsyncAndImports) {
   CodeActToolsetOptions o;
-  o.python_functions.push_back(PythonFunctionSource::from_string(
-      "    import json\n"
-      "    import numpy as np\n"
-      "\n"
-      "    async def double_later(x: int) -> int:\n"
-      "        \"\"\"Doubles x, asynchronously.\"\"\"\n"
-      "        import asyncio\n"
-      "        await asyncio.sleep(0)\n"
-      "        return x * 2\n"
-      "\n"
-      "    def mean(values: list[float]) -> float:\n"
-      "        \"\"\"Mean of values.\"\"\"\n"
-      "        def inner(v):\n"
-      "            return float(np.mean(v))\n"
-      "        return inner(values)\n",
-      "helpers.py"));
+  o.python_functions.push_back(
+      PythonFunctionSource::from_string("    import json\n"
+                                        "    import numpy as np\n"
+                                        "\n"
+                                        "    async def double_later(x: int) -> int:\n"
+                                        "        \"\"\"Doubles x, asynchronously.\"\"\"\n"
+                                        "        import asyncio\n"
+                                        "        await asyncio.sleep(0)\n"
+                                        "        return x * 2\n"
+                                        "\n"
+                                        "    def mean(values: list[float]) -> float:\n"
+                                        "        \"\"\"Mean of values.\"\"\"\n"
+                                        "        def inner(v):\n"
+                                        "            return float(np.mean(v))\n"
+                                        "        return inner(values)\n",
+                                        "helpers.py"));
   CodeActToolset tools(o);
   auto r = run(tools,
                "import asyncio\n"
@@ -238,7 +242,8 @@ TEST_F(ToolsetTest, MissingPackagesInASandboxWithoutNetworkFailClearly) {
   auto r = tools.prepare(*manager_, id_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), core::Code::kFailedPrecondition) << r.error().to_string();
-  EXPECT_NE(r.error().message().find("sklearn (scikit-learn)"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("sklearn (scikit-learn)"), std::string::npos)
+      << r.error().message();
 }
 
 TEST_F(ToolsetTest, NamesOfferedTwiceAreRefused) {

@@ -51,16 +51,19 @@ TEST(McpFetchServer, FetchesAPageServedOnLoopback) {
   CODEACT_REQUIRE_MCP_VENV();
   httplib::Server http;
   http.Get("/page", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("<html><head><title>T</title></head><body><h1>Hello codeact</h1>"
-                    "<p>The marker is unique-marker-4242.</p></body></html>",
-                    "text/html");
+    res.set_content(
+        "<html><head><title>T</title></head><body><h1>Hello codeact</h1>"
+        "<p>The marker is unique-marker-4242.</p></body></html>",
+        "text/html");
   });
   int port = http.bind_to_any_port("127.0.0.1");
   std::thread server([&] { http.listen_after_bind(); });
-  McpClient client(stdio("fetch", venv_bin("mcp-server-fetch"), {"--ignore-robots-txt", "--allow-private-ips"}));
+  McpClient client(
+      stdio("fetch", venv_bin("mcp-server-fetch"), {"--ignore-robots-txt", "--allow-private-ips"}));
   // raw: the markdown conversion (readabilipy) shells out to node when node is installed and
   // can hang there; the transport is what is under test.
-  auto r = client.call_tool("fetch", Json{{"url", "http://127.0.0.1:" + std::to_string(port) + "/page"}, {"raw", true}});
+  auto r = client.call_tool(
+      "fetch", Json{{"url", "http://127.0.0.1:" + std::to_string(port) + "/page"}, {"raw", true}});
   http.stop();
   server.join();
   ASSERT_TRUE(r.ok()) << r.error().to_string();
@@ -70,18 +73,18 @@ TEST(McpFetchServer, FetchesAPageServedOnLoopback) {
 
 TEST(McpGitServer, ReadsTheLogOfARealRepository) {
   CODEACT_REQUIRE_MCP_VENV();
-  auto dir = std::filesystem::temp_directory_path() / ("codeact-mcp-git-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("codeact-mcp-git-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   auto git = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"git", "-C", dir.string(), "-c", "user.name=T", "-c", "user.email=t@example.com"});
+    args.insert(args.begin(),
+                {"git", "-C", dir.string(), "-c", "user.name=T", "-c", "user.email=t@example.com"});
     auto r = core::run_process(args, 20s);
     ASSERT_TRUE(r.ok() && r->exit_code == 0) << (r.ok() ? r->stderr_text : r.error().to_string());
   };
   git({"init", "-q"});
-  {
-    std::ofstream(dir / "a.txt") << "hello\n";
-  }
+  { std::ofstream(dir / "a.txt") << "hello\n"; }
   git({"add", "a.txt"});
   git({"commit", "-q", "-m", "first commit from the mcp test"});
   McpClient client(stdio("git", venv_bin("mcp-server-git"), {"--repository", dir.string()}));
@@ -98,30 +101,33 @@ TEST(McpGitServer, ReadsTheLogOfARealRepository) {
 
 TEST(McpRealServers, EverySignatureIsValidPython) {
   CODEACT_REQUIRE_MCP_VENV();
-  McpServerSet set(std::vector<McpServerConfig>{stdio("time", venv_bin("mcp-server-time")),
-                                                stdio("fetch", venv_bin("mcp-server-fetch")),
-                                                stdio("git", venv_bin("mcp-server-git")),
-                                                stdio("fixture", venv_bin("python"), {fixture("sdk_server.py")})});
+  McpServerSet set(std::vector<McpServerConfig>{
+      stdio("time", venv_bin("mcp-server-time")), stdio("fetch", venv_bin("mcp-server-fetch")),
+      stdio("git", venv_bin("mcp-server-git")),
+      stdio("fixture", venv_bin("python"), {fixture("sdk_server.py")})});
   auto tools = set.tools();
   ASSERT_TRUE(tools.ok()) << tools.error().to_string();
   EXPECT_GE(tools->size(), 15u);
   std::string program = "from typing import Any, Literal, TypedDict, NotRequired\n\n";
   for (const auto& b : *tools) program += b.python.text() + "\n";
-  auto r = core::run_process({venv_bin("python"), "-c", "import sys; exec(compile(sys.stdin.read(), '<sigs>', 'exec'))"},
-                             30s, program);
+  auto r = core::run_process(
+      {venv_bin("python"), "-c", "import sys; exec(compile(sys.stdin.read(), '<sigs>', 'exec'))"},
+      30s, program);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, 0) << r->stderr_text << "\n" << program;
   // Spot checks on what the model reads.
   for (const auto& b : *tools) {
     if (b.tool.name == "get_current_time") {
-      EXPECT_EQ(b.python.signature.substr(0, 38), "def get_current_time(timezone: str) ->") << b.python.signature;
+      EXPECT_EQ(b.python.signature.substr(0, 38), "def get_current_time(timezone: str) ->")
+          << b.python.signature;
       EXPECT_NE(b.python.doc.find("IANA timezone name"), std::string::npos);
     }
     if (b.tool.name == "add") {
       EXPECT_EQ(b.python.signature, "def add(a: int, b: int = 1) -> int");
     }
     if (b.tool.name == "fetch") {
-      EXPECT_NE(b.python.signature.find("max_length: int = 5000"), std::string::npos) << b.python.signature;
+      EXPECT_NE(b.python.signature.find("max_length: int = 5000"), std::string::npos)
+          << b.python.signature;
     }
   }
 }
@@ -234,8 +240,10 @@ TEST(McpFaults, CrashOnStartSaysWhyWithStderr) {
   auto r = client.list_tools();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), core::Code::kUnavailable) << r.error().to_string();
-  EXPECT_NE(r.error().message().find("exited with status 3"), std::string::npos) << r.error().message();
-  EXPECT_NE(r.error().message().find("cannot open database"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("exited with status 3"), std::string::npos)
+      << r.error().message();
+  EXPECT_NE(r.error().message().find("cannot open database"), std::string::npos)
+      << r.error().message();
 }
 
 TEST(McpFaults, MissingProgramIsNotFound) {
@@ -255,7 +263,8 @@ TEST(McpFaults, HungCallTimesOutIsCancelledAndTheServerRestarts) {
   auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), core::Code::kDeadlineExceeded);
-  EXPECT_NE(r.error().message().find("restarted on next use"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("restarted on next use"), std::string::npos)
+      << r.error().message();
   EXPECT_LT(took, 3s);
   auto e = client.call_tool("echo", Json{{"text", "alive"}});
   ASSERT_TRUE(e.ok()) << e.error().to_string();
@@ -281,7 +290,8 @@ TEST(McpFaults, GarbageOnStdoutFailsTheCallClearlyThenRecovers) {
   McpClient client(raw_server());
   auto r = client.call_tool("garbage", Json::object(), 10s);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("not a JSON-RPC message"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("not a JSON-RPC message"), std::string::npos)
+      << r.error().message();
   EXPECT_NE(r.error().message().find("this is not json"), std::string::npos);
   auto e = client.call_tool("echo", Json{{"text", "again"}});
   ASSERT_TRUE(e.ok()) << e.error().to_string();
@@ -294,8 +304,10 @@ TEST(McpFaults, CrashDuringACallThenRestart) {
   auto r = client.call_tool("die", Json::object(), 10s);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), core::Code::kUnavailable);
-  EXPECT_NE(r.error().message().find("exited with status 7"), std::string::npos) << r.error().message();
-  EXPECT_NE(r.error().message().find("segfault in tool die"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("exited with status 7"), std::string::npos)
+      << r.error().message();
+  EXPECT_NE(r.error().message().find("segfault in tool die"), std::string::npos)
+      << r.error().message();
   auto e = client.call_tool("echo", Json{{"text", "reborn"}});
   ASSERT_TRUE(e.ok()) << e.error().to_string();
   EXPECT_EQ(e->text(), "reborn");
@@ -344,7 +356,8 @@ TEST(McpLifecycle, UnknownToolIsAJsonRpcError) {
   auto r = client.call_tool("nope", Json::object());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), core::Code::kInvalidArgument);
-  EXPECT_NE(r.error().message().find("Unknown tool: nope"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("Unknown tool: nope"), std::string::npos)
+      << r.error().message();
 }
 
 }  // namespace

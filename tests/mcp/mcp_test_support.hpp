@@ -2,10 +2,9 @@
 // for HTTP fixture servers that waits for "listening on PORT".
 #pragma once
 
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <optional>
@@ -16,17 +15,21 @@
 
 namespace codeact::mcp::testing {
 
-inline std::string venv_bin(const std::string& program) { return std::string(CODEACT_SOURCE_DIR) + "/.venv/bin/" + program; }
+inline std::string venv_bin(const std::string& program) {
+  return std::string(CODEACT_SOURCE_DIR) + "/.venv/bin/" + program;
+}
 inline std::string fixture(const std::string& file) {
   return std::string(CODEACT_SOURCE_DIR) + "/tests/fixtures/mcp/" + file;
 }
 inline bool have_venv() { return ::access(venv_bin("mcp-server-time").c_str(), X_OK) == 0; }
 
-#define CODEACT_REQUIRE_MCP_VENV()                                                             \
-  if (!::codeact::mcp::testing::have_venv()) GTEST_SKIP() << "no .venv with the MCP servers; " \
-                                                             "run scripts/setup.sh"
+#define CODEACT_REQUIRE_MCP_VENV()                  \
+  if (!::codeact::mcp::testing::have_venv())        \
+  GTEST_SKIP() << "no .venv with the MCP servers; " \
+                  "run scripts/setup.sh"
 
-inline McpServerConfig stdio(const std::string& name, const std::string& command, std::vector<std::string> args = {}) {
+inline McpServerConfig stdio(const std::string& name, const std::string& command,
+                             std::vector<std::string> args = {}) {
   McpServerConfig c;
   c.name = name;
   c.transport = TransportKind::kStdio;
@@ -78,7 +81,9 @@ class HttpFixture {
   }
   int port() const { return port_; }
   const std::string& error() const { return error_; }
-  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+  std::string url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
 
  private:
   std::optional<core::Subprocess> proc_;

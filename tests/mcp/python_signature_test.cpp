@@ -14,11 +14,12 @@ Json J(const char* text) { return Json::parse(text); }
 
 // Compiles `source` with Python the way the kernel compiles stubs (lazy annotations).
 std::string python_error(const std::string& source) {
-  auto r = core::run_process({"python3", "-c",
-                              "import sys, __future__\n"
-                              "src = sys.stdin.read()\n"
-                              "compile(src, '<sig>', 'exec', flags=__future__.annotations.compiler_flag)\n"},
-                             std::chrono::seconds(20), source);
+  auto r = core::run_process(
+      {"python3", "-c",
+       "import sys, __future__\n"
+       "src = sys.stdin.read()\n"
+       "compile(src, '<sig>', 'exec', flags=__future__.annotations.compiler_flag)\n"},
+      std::chrono::seconds(20), source);
   if (!r.ok()) return r.error().to_string();
   return r->exit_code == 0 ? "" : r->stderr_text;
 }
@@ -47,20 +48,24 @@ TEST(PythonType, ScalarsArraysObjectsUnions) {
   EXPECT_EQ(python_type(J(R"({"type":"integer"})"), root), "int");
   EXPECT_EQ(python_type(J(R"({"type":"number"})"), root), "float");
   EXPECT_EQ(python_type(J(R"({"type":"boolean"})"), root), "bool");
-  EXPECT_EQ(python_type(J(R"({"type":"array","items":{"type":"array","items":{"type":"number"}}})"), root),
+  EXPECT_EQ(python_type(J(R"({"type":"array","items":{"type":"array","items":{"type":"number"}}})"),
+                        root),
             "list[list[float]]");
   EXPECT_EQ(python_type(J(R"({"type":"array"})"), root), "list[Any]");
-  EXPECT_EQ(python_type(J(R"({"type":"object","additionalProperties":{"type":"integer"}})"), root), "dict[str, int]");
+  EXPECT_EQ(python_type(J(R"({"type":"object","additionalProperties":{"type":"integer"}})"), root),
+            "dict[str, int]");
   EXPECT_EQ(python_type(J(R"({"type":"object"})"), root), "dict[str, Any]");
   // The seed produced Literal['a' | 'b'] (invalid) and crashed on type lists.
   EXPECT_EQ(python_type(J(R"({"type":"string","enum":["a","b"]})"), root), "Literal['a', 'b']");
   EXPECT_EQ(python_type(J(R"({"enum":[1, null]})"), root), "Literal[1] | None");
   EXPECT_EQ(python_type(J(R"({"type":["string","null"]})"), root), "str | None");
-  EXPECT_EQ(python_type(J(R"({"anyOf":[{"type":"integer"},{"type":"string"},{"type":"null"}]})"), root),
-            "int | str | None");
+  EXPECT_EQ(
+      python_type(J(R"({"anyOf":[{"type":"integer"},{"type":"string"},{"type":"null"}]})"), root),
+      "int | str | None");
   EXPECT_EQ(python_type(J(R"({"oneOf":[{"type":"integer"},{"type":"integer"}]})"), root), "int");
   EXPECT_EQ(python_type(J(R"({"const":"fixed"})"), root), "Literal['fixed']");
-  EXPECT_EQ(python_type(J(R"({"type":"array","prefixItems":[{"type":"number"},{"type":"string"}]})"), root),
+  EXPECT_EQ(python_type(
+                J(R"({"type":"array","prefixItems":[{"type":"number"},{"type":"string"}]})"), root),
             "tuple[float, str]");
   EXPECT_EQ(python_type(J(R"({})"), root), "Any");
 }
@@ -74,12 +79,14 @@ TEST(PythonType, RefsResolveIncludingNonArrayRefsAndCycles) {
       "definitions": {"Id": {"type": "integer"}}})");
   std::vector<std::string> classes;
   // The seed turned a non-array $ref into None.
-  EXPECT_EQ(python_type(J(R"({"$ref":"#/$defs/Color"})"), root, &classes), "Literal['red', 'green']");
+  EXPECT_EQ(python_type(J(R"({"$ref":"#/$defs/Color"})"), root, &classes),
+            "Literal['red', 'green']");
   EXPECT_EQ(python_type(J(R"({"$ref":"#/definitions/Id"})"), root, &classes), "int");
   EXPECT_EQ(python_type(J(R"({"$ref":"#/$defs/Node"})"), root, &classes), "Node");
   ASSERT_EQ(classes.size(), 1u);
   // Keys come in name order (core::Json keeps objects sorted).
-  EXPECT_EQ(classes[0], "class Node(TypedDict):\n    children: NotRequired[list[Node]]\n    value: int");
+  EXPECT_EQ(classes[0],
+            "class Node(TypedDict):\n    children: NotRequired[list[Node]]\n    value: int");
   EXPECT_EQ(python_type(J(R"({"$ref":"#/$defs/Missing"})"), root, &classes), "Any");
 }
 
@@ -93,11 +100,14 @@ TEST(PythonSignature, RequiredFirstDefaultsDocsAndRenamedParameters) {
   auto sig = python_signature("get_weather_v2", "Weather with \"\"\"quotes\"\"\".", schema);
   ASSERT_TRUE(sig.ok()) << sig.error().to_string();
   EXPECT_EQ(sig->signature,
-            "def get_weather_v2(class_: Literal['a', 'b'], from_date: str | None = None, lambda_: float = 0.5, "
+            "def get_weather_v2(class_: Literal['a', 'b'], from_date: str | None = None, lambda_: "
+            "float = 0.5, "
             "limit: int | None = None) -> Any");
   EXPECT_EQ(sig->param_names.at("class_"), "class");
   EXPECT_EQ(sig->param_names.at("from_date"), "from-date");
-  EXPECT_NE(sig->doc.find("Args:\n    class_: Which class.\n        Second line."), std::string::npos) << sig->doc;
+  EXPECT_NE(sig->doc.find("Args:\n    class_: Which class.\n        Second line."),
+            std::string::npos)
+      << sig->doc;
   EXPECT_NE(sig->doc.find("    lambda_: Smoothing."), std::string::npos);
   EXPECT_EQ(python_error(sig->text()), "") << sig->text();
 }
@@ -109,25 +119,31 @@ TEST(PythonSignature, NestedObjectsBecomeTypedDicts) {
                   "required": ["street"]},
       "tags": {"type": "object", "additionalProperties": {"type": "string"}}},
     "required": ["address", "tags"]})");
-  auto sig = python_signature("ship", "", schema, J(R"({"type":"object","properties":{"id":{"type":"integer"}}})"));
+  auto sig = python_signature("ship", "", schema,
+                              J(R"({"type":"object","properties":{"id":{"type":"integer"}}})"));
   ASSERT_TRUE(sig.ok());
   EXPECT_EQ(sig->signature, "def ship(address: ShipAddress, tags: dict[str, str]) -> ShipResult");
   ASSERT_EQ(sig->classes.size(), 2u);
   // A key that is not an identifier needs the functional TypedDict form.
-  EXPECT_EQ(sig->classes[0], "ShipAddress = TypedDict('ShipAddress', {'street': str, 'zip-code': NotRequired[str]})");
+  EXPECT_EQ(
+      sig->classes[0],
+      "ShipAddress = TypedDict('ShipAddress', {'street': str, 'zip-code': NotRequired[str]})");
   EXPECT_EQ(python_error(sig->text()), "") << sig->text();
 }
 
 TEST(PythonSignature, ScalarResultWrappersAreUnwrapped) {
-  auto sig = python_signature("add", "Adds.", J(R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})"),
-                              J(R"({"type":"object","properties":{"result":{"type":"integer"}},"required":["result"]})"));
+  auto sig = python_signature(
+      "add", "Adds.",
+      J(R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})"),
+      J(R"({"type":"object","properties":{"result":{"type":"integer"}},"required":["result"]})"));
   ASSERT_TRUE(sig.ok());
   EXPECT_EQ(sig->signature, "def add(a: int) -> int");
   EXPECT_EQ(sig->text(), "def add(a: int) -> int:\n    \"\"\"Adds.\"\"\"\n    ...\n");
 }
 
 TEST(PythonSignature, OutputSchemaRefsResolveInTheOutputSchema) {
-  auto sig = python_signature("convert", "", Json::object(), J(R"({"type":"object","$defs":{"T":{"type":"object",
+  auto sig = python_signature("convert", "", Json::object(),
+                              J(R"({"type":"object","$defs":{"T":{"type":"object",
       "properties":{"tz":{"type":"string"}},"required":["tz"]}},
       "properties":{"source":{"$ref":"#/$defs/T"}},"required":["source"]})"));
   ASSERT_TRUE(sig.ok());
@@ -141,7 +157,8 @@ TEST(PythonSignature, NoPropertiesAndFreeFormArguments) {
   auto none = python_signature("ping", "", J(R"({"type":"object"})"));
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->signature, "def ping() -> Any");
-  auto free = python_signature("put", "", J(R"({"type":"object","additionalProperties":{"type":"string"}})"));
+  auto free = python_signature("put", "",
+                               J(R"({"type":"object","additionalProperties":{"type":"string"}})"));
   ASSERT_TRUE(free.ok());
   EXPECT_EQ(free->signature, "def put(**kwargs: str) -> Any");
   EXPECT_TRUE(free->var_keyword);

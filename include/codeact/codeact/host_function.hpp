@@ -20,10 +20,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <stdexcept>
 #include <functional>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -49,30 +49,59 @@ namespace host_function_internal {
 
 template <typename T>
 struct PyType;
-template <> struct PyType<int> { static std::string name() { return "int"; } };
-template <> struct PyType<int64_t> { static std::string name() { return "int"; } };
-template <> struct PyType<double> { static std::string name() { return "float"; } };
-template <> struct PyType<bool> { static std::string name() { return "bool"; } };
-template <> struct PyType<std::string> { static std::string name() { return "str"; } };
-template <> struct PyType<Json> { static std::string name() { return "Any"; } };
-template <> struct PyType<void> { static std::string name() { return "None"; } };
-template <typename T> struct PyType<std::vector<T>> {
+template <>
+struct PyType<int> {
+  static std::string name() { return "int"; }
+};
+template <>
+struct PyType<int64_t> {
+  static std::string name() { return "int"; }
+};
+template <>
+struct PyType<double> {
+  static std::string name() { return "float"; }
+};
+template <>
+struct PyType<bool> {
+  static std::string name() { return "bool"; }
+};
+template <>
+struct PyType<std::string> {
+  static std::string name() { return "str"; }
+};
+template <>
+struct PyType<Json> {
+  static std::string name() { return "Any"; }
+};
+template <>
+struct PyType<void> {
+  static std::string name() { return "None"; }
+};
+template <typename T>
+struct PyType<std::vector<T>> {
   static std::string name() { return "list[" + PyType<T>::name() + "]"; }
 };
-template <typename T> struct PyType<std::map<std::string, T>> {
+template <typename T>
+struct PyType<std::map<std::string, T>> {
   static std::string name() { return "dict[str, " + PyType<T>::name() + "]"; }
 };
-template <typename T> struct PyType<std::optional<T>> {
+template <typename T>
+struct PyType<std::optional<T>> {
   static std::string name() { return PyType<T>::name() + " | None"; }
 };
-template <typename T> struct PyType<core::Result<T>> {
+template <typename T>
+struct PyType<core::Result<T>> {
   static std::string name() { return PyType<T>::name(); }
 };
 
-template <typename T> struct IsOptional : std::false_type {};
-template <typename T> struct IsOptional<std::optional<T>> : std::true_type {};
-template <typename T> struct IsResult : std::false_type {};
-template <typename T> struct IsResult<core::Result<T>> : std::true_type {};
+template <typename T>
+struct IsOptional : std::false_type {};
+template <typename T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+template <typename T>
+struct IsResult : std::false_type {};
+template <typename T>
+struct IsResult<core::Result<T>> : std::true_type {};
 
 // Checks the JSON kind before converting, so 1.5 never silently becomes 1 and true never 1.
 template <typename T>
@@ -80,7 +109,9 @@ bool matches(const Json& j) {
   if constexpr (std::is_same_v<T, bool>) {
     return j.is_boolean();
   } else if constexpr (std::is_integral_v<T>) {
-    return j.is_number_integer() || (j.is_number_float() && j.get<double>() == static_cast<double>(static_cast<int64_t>(j.get<double>())));
+    return j.is_number_integer() ||
+           (j.is_number_float() &&
+            j.get<double>() == static_cast<double>(static_cast<int64_t>(j.get<double>())));
   } else if constexpr (std::is_floating_point_v<T>) {
     return j.is_number();
   } else if constexpr (std::is_same_v<T, std::string>) {
@@ -140,8 +171,8 @@ core::Result<Json> to_result(R&& r) {
 }
 
 template <typename R, typename... A, size_t... I>
-HostFunction make(std::string name, std::vector<std::string> params, std::string doc, std::function<R(A...)> f,
-                  std::index_sequence<I...>) {
+HostFunction make(std::string name, std::vector<std::string> params, std::string doc,
+                  std::function<R(A...)> f, std::index_sequence<I...>) {
   HostFunction h;
   h.name = name;
   std::string sig = "def " + name + "(";
@@ -155,12 +186,14 @@ HostFunction make(std::string name, std::vector<std::string> params, std::string
   h.doc = std::move(doc);
   h.call = [name, params, f](const Json& args, const Json& kwargs) -> core::Result<Json> {
     if (args.is_array() && args.size() > params.size()) {
-      return core::invalid_argument(fmt::format("{}() takes {} arguments but {} were given", name, params.size(), args.size()));
+      return core::invalid_argument(fmt::format("{}() takes {} arguments but {} were given", name,
+                                                params.size(), args.size()));
     }
     if (kwargs.is_object()) {
       for (const auto& [k, v] : kwargs.items()) {
         if (std::find(params.begin(), params.end(), k) == params.end()) {
-          return core::invalid_argument(fmt::format("{}() got an unexpected keyword argument '{}'", name, k));
+          return core::invalid_argument(
+              fmt::format("{}() got an unexpected keyword argument '{}'", name, k));
         }
       }
     }
@@ -172,7 +205,9 @@ HostFunction make(std::string name, std::vector<std::string> params, std::string
     (void)arg;  // unused for a function without parameters
     std::tuple<core::Result<std::decay_t<A>>...> converted{convert<A>(name, params[I], arg(I))...};
     core::Status bad;
-    ((bad.ok() && !std::get<I>(converted).ok() ? (void)(bad = std::get<I>(converted).error()) : (void)0), ...);
+    ((bad.ok() && !std::get<I>(converted).ok() ? (void)(bad = std::get<I>(converted).error())
+                                               : (void)0),
+     ...);
     if (!bad.ok()) return bad.error();
     try {
       if constexpr (std::is_void_v<R>) {
@@ -184,7 +219,8 @@ HostFunction make(std::string name, std::vector<std::string> params, std::string
     } catch (const std::exception& e) {
       return core::internal_error(fmt::format("host function {}() raised: {}", name, e.what()));
     } catch (...) {
-      return core::internal_error(fmt::format("host function {}() raised an unknown exception", name));
+      return core::internal_error(
+          fmt::format("host function {}() raised an unknown exception", name));
     }
   };
   return h;
@@ -198,20 +234,24 @@ template <typename R, typename... A>
 HostFunction host_function(std::string name, std::vector<std::string> params, std::string doc,
                            std::function<R(A...)> f) {
   if (params.size() != sizeof...(A)) {
-    throw std::invalid_argument(fmt::format("host_function {}: {} parameter names for {} parameters", name,
-                                            params.size(), sizeof...(A)));
+    throw std::invalid_argument(
+        fmt::format("host_function {}: {} parameter names for {} parameters", name, params.size(),
+                    sizeof...(A)));
   }
-  return host_function_internal::make<R, A...>(std::move(name), std::move(params), std::move(doc), std::move(f),
-                                              std::index_sequence_for<A...>{});
+  return host_function_internal::make<R, A...>(std::move(name), std::move(params), std::move(doc),
+                                               std::move(f), std::index_sequence_for<A...>{});
 }
 
 template <typename F>
-HostFunction host_function(std::string name, std::vector<std::string> params, std::string doc, F f) {
-  return host_function(std::move(name), std::move(params), std::move(doc), std::function{std::move(f)});
+HostFunction host_function(std::string name, std::vector<std::string> params, std::string doc,
+                           F f) {
+  return host_function(std::move(name), std::move(params), std::move(doc),
+                       std::function{std::move(f)});
 }
 
 // An untyped host function: any Python signature, raw JSON arguments.
-HostFunction raw_host_function(std::string name, std::string signature, std::string doc,
-                               std::function<core::Result<Json>(const Json& args, const Json& kwargs)> call);
+HostFunction raw_host_function(
+    std::string name, std::string signature, std::string doc,
+    std::function<core::Result<Json>(const Json& args, const Json& kwargs)> call);
 
 }  // namespace codeact::codeact

@@ -29,14 +29,14 @@ std::string distribution_for_import(std::string_view module);
 
 // What the kernel found in a source: used by CodeActToolset.
 struct PythonSourceAnalysis {
-  std::string dedented;                     // the source, dedented
-  std::vector<std::string> third_party;     // top-level modules outside the standard library
-  std::vector<std::string> missing;         // ... of which not importable in the sandbox
+  std::string dedented;                  // the source, dedented
+  std::vector<std::string> third_party;  // top-level modules outside the standard library
+  std::vector<std::string> missing;      // ... of which not importable in the sandbox
   struct Function {
     std::string name, signature, doc;
     bool is_async = false;
   };
-  std::vector<Function> functions;          // public top-level functions
+  std::vector<Function> functions;  // public top-level functions
   static PythonSourceAnalysis from_json(const core::Json& j);
 };
 

@@ -50,7 +50,8 @@ struct FunctionInfo {
 
 // Saves bytes produced by a tool (an image) where sandbox code can read them; returns the path
 // as the sandbox sees it.
-using FileSink = std::function<core::Result<std::string>(const std::string& path, std::string_view bytes)>;
+using FileSink =
+    std::function<core::Result<std::string>(const std::string& path, std::string_view bytes)>;
 FileSink sandbox_file_sink(sandbox::SandboxManager& manager, const std::string& sandbox_id);
 
 struct CodeActToolsetOptions {
@@ -74,21 +75,26 @@ class CodeActToolset {
   // name offered twice (naming both sources).
   core::Result<std::vector<FunctionInfo>> bridged_functions();
   // All functions, Python ones included (their source is analysed in the sandbox's kernel).
-  core::Result<std::vector<FunctionInfo>> functions(sandbox::SandboxManager& manager, const std::string& sandbox_id);
+  core::Result<std::vector<FunctionInfo>> functions(sandbox::SandboxManager& manager,
+                                                    const std::string& sandbox_id);
   // The prompt variable: one text block per function.
-  core::Result<std::vector<std::string>> tools_as_func(sandbox::SandboxManager& manager, const std::string& sandbox_id);
+  core::Result<std::vector<std::string>> tools_as_func(sandbox::SandboxManager& manager,
+                                                       const std::string& sandbox_id);
 
   // Makes every function callable in the sandbox's kernel (stubs, definitions, packages).
   core::Status prepare(sandbox::SandboxManager& manager, const std::string& sandbox_id);
   // The host side of the bridge: dispatches a call from sandbox code.
   sandbox::BridgeHandler bridge_handler(FileSink files);
   // prepare() + execute with this toolset's bridge.
-  core::Result<sandbox::ExecuteResult> execute(sandbox::SandboxManager& manager, const std::string& sandbox_id,
+  core::Result<sandbox::ExecuteResult> execute(sandbox::SandboxManager& manager,
+                                               const std::string& sandbox_id,
                                                sandbox::ExecuteRequest request);
 
   // Converts an MCP tool result to the value sandbox code receives (see the header comment).
-  static core::Result<core::Json> to_python_value(const mcp::McpCallResult& result, const mcp::ToolBinding& binding,
-                                                  const FileSink& files, const std::string& artifacts_dir);
+  static core::Result<core::Json> to_python_value(const mcp::McpCallResult& result,
+                                                  const mcp::ToolBinding& binding,
+                                                  const FileSink& files,
+                                                  const std::string& artifacts_dir);
 
  private:
   struct State;

@@ -74,9 +74,10 @@ class McpClient {
   core::Result<std::vector<McpTool>> list_tools();
   // Calls a tool. `timeout` 0 = the server's configured timeout. A tool that reports isError is
   // NOT an Error here (see McpCallResult::is_error); JSON-RPC errors and transport failures are.
-  core::Result<McpCallResult> call_tool(const std::string& name, const Json& arguments,
-                                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
-                                        const core::CancelToken* cancel = nullptr);
+  core::Result<McpCallResult> call_tool(
+      const std::string& name, const Json& arguments,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
+      const core::CancelToken* cancel = nullptr);
   // Any request (result object or Error).
   core::Result<Json> request(const std::string& method, Json params,
                              std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
@@ -96,8 +97,9 @@ class McpClient {
   struct Pending;
   struct Connection;
   core::Result<std::shared_ptr<Connection>> ensure_connected();
-  core::Result<Json> request_on(const std::shared_ptr<Connection>& conn, const std::string& method, Json params,
-                                std::chrono::milliseconds timeout, const core::CancelToken* cancel);
+  core::Result<Json> request_on(const std::shared_ptr<Connection>& conn, const std::string& method,
+                                Json params, std::chrono::milliseconds timeout,
+                                const core::CancelToken* cancel);
   void handle_message(const std::shared_ptr<Connection>& conn, Json message);
   void fail_all(const std::shared_ptr<Connection>& conn, const core::Error& error, bool closed);
   void drop(const std::shared_ptr<Connection>& conn);
@@ -105,8 +107,8 @@ class McpClient {
 
   McpServerConfig config_;
   mutable std::mutex mu_;
-  std::shared_ptr<Connection> conn_;  // GUARDED_BY(mu_); null = not connected
-  std::mutex connect_mu_;             // serializes connection attempts
+  std::shared_ptr<Connection> conn_;           // GUARDED_BY(mu_); null = not connected
+  std::mutex connect_mu_;                      // serializes connection attempts
   std::optional<std::vector<McpTool>> tools_;  // GUARDED_BY(mu_)
   int64_t tools_cached_generation_ = -1;       // GUARDED_BY(mu_)
   std::atomic<int64_t> tools_generation_{0};

@@ -29,7 +29,7 @@ struct PythonSignature {
   std::string doc;                   // description + "Args:" section (raw, unescaped)
   std::vector<std::string> classes;  // TypedDict definitions the annotations refer to
   std::map<std::string, std::string> param_names;  // python name -> schema property name
-  bool var_keyword = false;          // takes **kwargs (additionalProperties without properties)
+  bool var_keyword = false;  // takes **kwargs (additionalProperties without properties)
 
   // The block for tools_as_func: classes, then the def with its docstring and `...` as body.
   std::string text() const;
@@ -41,7 +41,8 @@ std::string python_identifier(std::string_view name);
 
 // The Python annotation for a schema. `root` is where $ref resolves (the whole input schema);
 // new TypedDict classes are appended to `classes` (may be null: objects then read dict[str, Any]).
-std::string python_type(const Json& schema, const Json& root, std::vector<std::string>* classes = nullptr);
+std::string python_type(const Json& schema, const Json& root,
+                        std::vector<std::string>* classes = nullptr);
 
 // A Python literal for a JSON value ("None", "True", "'a\\'b'", "[1, 2]", "{'k': 1.5}").
 std::string python_literal(const Json& value);
@@ -49,8 +50,10 @@ std::string python_literal(const Json& value);
 // The signature of a function `name` (already an identifier) taking the arguments described by
 // `input_schema` and returning `output_schema` (null = Any). An output schema that only wraps a
 // "result" property (how Python SDK servers declare scalar results) returns that property's type.
-core::Result<PythonSignature> python_signature(const std::string& name, const std::string& description,
-                                               const Json& input_schema, const Json& output_schema = Json());
+core::Result<PythonSignature> python_signature(const std::string& name,
+                                               const std::string& description,
+                                               const Json& input_schema,
+                                               const Json& output_schema = Json());
 
 // True when `output_schema` is {"type": "object", "properties": {"result": ...}} with nothing
 // else: the structured result is then the value of "result".

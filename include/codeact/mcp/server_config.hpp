@@ -2,8 +2,9 @@
 //
 //   mcp_servers:
 //     time:  { command: mcp-server-time, args: [], env: {} }                    # stdio
-//     docs:  { url: "http://127.0.0.1:8000/mcp", headers: { Authorization: "Bearer ${DOCS_TOKEN}" } }
-//     old:   { url: "http://127.0.0.1:9000/sse" }                               # HTTP+SSE (2024-11-05)
+//     docs:  { url: "http://127.0.0.1:8000/mcp", headers: { Authorization: "Bearer ${DOCS_TOKEN}" }
+//     } old:   { url: "http://127.0.0.1:9000/sse" }                               # HTTP+SSE
+//     (2024-11-05)
 //
 // Keys: command/args/env/cwd (stdio), url/headers (HTTP), transport (stdio | http | sse; default
 // from the keys, and "sse" for a URL whose path ends in /sse), timeout (seconds per request,
@@ -55,19 +56,19 @@ struct McpServerConfig {
   std::string describe() const;
 };
 
-// One entry per server under `mcp_servers`, in file order; a server whose entry is broken (bad
-// key, unset ${VAR}) comes back as an error for that server only.
+// One entry per server under `mcp_servers`, in name order (Json objects are sorted); a server
+// whose entry is broken (bad key, unset ${VAR}) comes back as an error for that server only.
 struct McpServerEntry {
   std::string name;
   core::Result<McpServerConfig> config;
 };
 
 // Reads `mcp_servers` from an app_conf.yml document (a missing section is an empty list).
-core::Result<std::vector<McpServerEntry>> parse_mcp_servers(const Json& app_conf,
-                                                            const core::EnvLookup& env = core::getenv_string);
+core::Result<std::vector<McpServerEntry>> parse_mcp_servers(
+    const Json& app_conf, const core::EnvLookup& env = core::getenv_string);
 // Finds app_conf.yml (explicit path, $APP_CONFIG_PATH, ./, ~/.config/codeact/, /etc/codeact/)
 // and reads its `mcp_servers`.
-core::Result<std::vector<McpServerEntry>> load_mcp_servers(const std::string& explicit_path = "",
-                                                           const core::EnvLookup& env = core::getenv_string);
+core::Result<std::vector<McpServerEntry>> load_mcp_servers(
+    const std::string& explicit_path = "", const core::EnvLookup& env = core::getenv_string);
 
 }  // namespace codeact::mcp

@@ -21,9 +21,9 @@
 namespace codeact::mcp {
 
 struct ToolBinding {
-  std::string server;     // server name in the config
-  McpTool tool;           // as the server advertised it
-  PythonSignature python; // python.name is the callable name
+  std::string server;      // server name in the config
+  McpTool tool;            // as the server advertised it
+  PythonSignature python;  // python.name is the callable name
 };
 
 class McpServerSet {
@@ -31,7 +31,8 @@ class McpServerSet {
   explicit McpServerSet(std::vector<McpServerEntry> servers);
   explicit McpServerSet(std::vector<McpServerConfig> servers);
   // From app_conf.yml (see load_mcp_servers).
-  static core::Result<std::shared_ptr<McpServerSet>> from_config_file(const std::string& explicit_path = "");
+  static core::Result<std::shared_ptr<McpServerSet>> from_config_file(
+      const std::string& explicit_path = "");
   ~McpServerSet();
 
   std::vector<std::string> names() const;
@@ -42,8 +43,9 @@ class McpServerSet {
   // server, a server that cannot start, a name exposed twice.
   core::Result<std::vector<ToolBinding>> tools(const std::vector<std::string>& servers = {});
   // Calls a tool by the server's tool name.
-  core::Result<McpCallResult> call(const std::string& server, const std::string& tool, const Json& arguments,
-                                   std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  core::Result<McpCallResult> call(
+      const std::string& server, const std::string& tool, const Json& arguments,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   // Closes every connection.
   void close();
 
@@ -56,6 +58,7 @@ class McpServerSet {
 
 // Binds tools of several servers to callable names: InvalidArgument naming both servers when two
 // tools get the same name. `tools` is (server, tool) in the order wanted.
-core::Result<std::vector<ToolBinding>> bind_tools(const std::vector<std::pair<std::string, McpTool>>& tools);
+core::Result<std::vector<ToolBinding>> bind_tools(
+    const std::vector<std::pair<std::string, McpTool>>& tools);
 
 }  // namespace codeact::mcp
