@@ -194,8 +194,12 @@ void add_run_command(CLI::App& app, ExitCode& exit) {
   auto pkgs = std::make_shared<std::vector<std::string>>();
   auto sys = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--packages", *pkgs,
-                  "Python packages to install in the sandbox (a,b or repeated; needs --network)");
-  cmd->add_option("--system-packages", *sys, "Debian packages to install in the sandbox image");
+                  "Python packages to install in the sandbox (a,b or repeated; needs --network)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  cmd->add_option("--system-packages", *sys, "Debian packages to install in the sandbox image")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_flag("--network", f->network, "Give the sandbox network access (off by default)");
   cmd->add_option("--workflow-id", f->workflow_id,
                   "Run id; also the sandbox id (an existing sandbox is resumed with its state). "

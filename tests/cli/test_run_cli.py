@@ -138,6 +138,9 @@ def test_durable_mode_is_not_in_this_build_and_says_so(cli):
     p = cli("run", "some task")
     assert p.returncode == 2
     assert "Temporal worker" in p.err and "--no-durable" in p.err
+    # A list flag before the task does not swallow it.
+    p = cli("run", "--packages", "numpy,pandas", "some task")
+    assert p.returncode == 2 and "Temporal worker" in p.err, p.err
 
 
 def test_no_model_configured_names_the_variable_and_the_flag(cli, tmp_path):
