@@ -276,10 +276,16 @@ core::Result<Json> McpClient::request_on(const std::shared_ptr<Connection>& conn
   auto sent = conn->transport->send(msg, timeout, cancel);
   if (!sent.ok()) {
     forget();
-    if (sent.error().code() == core::Code::kUnavailable ||
-        sent.error().code() == core::Code::kDeadlineExceeded)
-      drop(conn);
-    // The answer may have arrived (and failed the request) before the send reported.
+    core::Code code = sent.error().code();
+    if (code == core::Code::kDeadlineExceeded || code == core::Code::kCancelled) {
+      // Streamable HTTP waits for the answer inside send(): tell the server to stop.
+      std::string reason = code == core::Code::kCancelled ? "cancelled by the caller" : "timed out";
+      (void)conn->transport->send(Json{{"jsonrpc", "2.0"},
+                                       {"method", "notifications/cancelled"},
+                                       {"params", Json{{"requestId", id}, {"reason", reason}}}},
+                                  std::chrono::milliseconds(2000), nullptr);
+    }
+    if (code == core::Code::kUnavailable || code == core::Code::kDeadlineExceeded) drop(conn);
     return sent.error();
   }
   std::unique_lock lock(conn->mu);

@@ -200,6 +200,25 @@ TEST(McpStreamableHttp, JsonAnswers) {
   exercise_http(server.url("/mcp"));
 }
 
+TEST(McpStreamableHttp, SlowCallTimesOutThenANewSessionWorks) {
+  CODEACT_REQUIRE_MCP_VENV();
+  HttpFixture server({"--transport", "streamable-http"});
+  ASSERT_TRUE(server.error().empty()) << server.error();
+  McpServerConfig c;
+  c.name = "slow";
+  c.url = server.url("/mcp");
+  c.transport = TransportKind::kStreamableHttp;
+  McpClient client(c);
+  auto start = std::chrono::steady_clock::now();
+  auto r = client.call_tool("slow", Json{{"seconds", 30}}, 800ms);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), core::Code::kDeadlineExceeded) << r.error().to_string();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  auto e = client.call_tool("echo", Json{{"text", "next"}});
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  EXPECT_EQ(e->text(), "next");
+}
+
 void list_changed_over(const std::string& url, TransportKind kind) {
   McpServerConfig c;
   c.name = "grow";
