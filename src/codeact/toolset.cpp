@@ -202,6 +202,7 @@ core::Result<std::vector<std::string>> CodeActToolset::tools_as_func(
 
 core::Status CodeActToolset::prepare(sandbox::SandboxManager& manager, const std::string& id) {
   CODEACT_TRY(auto bridged, bridged_functions());
+  if (bridged.empty() && state_->opts.python_functions.empty()) return core::ok_status();
   uint64_t h = fnv1a("codeact-toolset-v1");
   for (const auto& f : bridged) h = fnv1a(f.signature + "\x1f" + f.doc + "\x1e", h);
   for (const auto& p : state_->opts.python_functions)
