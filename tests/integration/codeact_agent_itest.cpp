@@ -236,6 +236,33 @@ TEST_F(CodeActAgentTest, UsageLimitEndsTheRunWithAClearErrorAndRemovesTheContain
   EXPECT_NE(progress.back().find("removed"), std::string::npos) << progress.back();
 }
 
+// An agent whose cells may call a C++ host function through the CodeActToolset's bridge.
+class AddingAgent final : public CodeActAgent {
+ public:
+  AddingAgent() : CodeActAgent("simple_agent") {}
+  std::vector<HostFunction> host_functions() const override {
+    return {
+        host_function("add", {"a", "b"}, "Adds two integers.", [](int a, int b) { return a + b; })};
+  }
+};
+
+TEST_F(CodeActAgentTest, CellsCallHostFunctionsAndTheModelSeesTheirSignatures) {
+  FakeProviderServer server;
+  server.enqueue(json_response(python_call("call_add", "add(2, b=3) * 10")));
+  server.enqueue(json_response(text_answer("50")));
+  CodeActRunOptions options;
+  options.sandbox_id = new_sandbox("itest-host");
+  AddingAgent agent;
+  auto result = agent.run_direct("add 2 and 3, times ten", builder(server), manager_, options);
+  ASSERT_TRUE(result.ok()) << result.error().message();
+  EXPECT_EQ(result->output.message, "50");
+  EXPECT_NE(tool_message(request_messages(server, 1), "call_add").find("result: 50"),
+            std::string::npos)
+      << tool_message(request_messages(server, 1), "call_add");
+  std::string instructions = system_text(request_messages(server, 0));
+  EXPECT_NE(instructions.find("def add(a: int, b: int) -> int"), std::string::npos) << instructions;
+}
+
 TEST_F(CodeActAgentTest, NoModelConfiguredSaysWhatToSet) {
   AgentBuilder b;
   b.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
