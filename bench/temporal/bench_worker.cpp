@@ -43,9 +43,10 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   tp::Worker worker(std::move(client).value(), wo);
   worker.register_workflow("Bench", bench_workflow);
-  worker.register_activity("noop", [](tp::ActivityContext&, const tp::Args& a) -> codeact::core::Result<Json> {
-    return a.empty() ? Json(nullptr) : a[0];
-  });
+  worker.register_activity(
+      "noop", [](tp::ActivityContext&, const tp::Args& a) -> codeact::core::Result<Json> {
+        return a.empty() ? Json(nullptr) : a[0];
+      });
   if (auto st = worker.start(); !st.ok()) {
     std::cerr << st.error().to_string() << "\n";
     return 2;

@@ -20,7 +20,8 @@ namespace {
 
 Result<Json> compose_greeting(tp::ActivityContext&, const tp::Args& args) {
   if (args.empty() || !args[0].is_string())
-    return codeact::core::invalid_argument("compose_greeting: expected one string argument (a name)");
+    return codeact::core::invalid_argument(
+        "compose_greeting: expected one string argument (a name)");
   return Json("Hello, " + args[0].get<std::string>() + "!");
 }
 

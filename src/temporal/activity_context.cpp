@@ -7,12 +7,15 @@ namespace codeact::temporal {
 
 ActivityContext::ActivityContext(ActivityInfo info, Args heartbeat_details,
                                  std::shared_ptr<internal::ServiceConnection> conn)
-    : info_(std::move(info)), heartbeat_details_(std::move(heartbeat_details)), conn_(std::move(conn)) {}
+    : info_(std::move(info)),
+      heartbeat_details_(std::move(heartbeat_details)),
+      conn_(std::move(conn)) {}
 
 void ActivityContext::heartbeat(Args details) {
   std::chrono::milliseconds interval(30000);
   if (info_.heartbeat_timeout.count() > 0)
-    interval = std::min(interval, std::chrono::milliseconds(info_.heartbeat_timeout.count() * 4 / 5));
+    interval =
+        std::min(interval, std::chrono::milliseconds(info_.heartbeat_timeout.count() * 4 / 5));
   bool send = false;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -20,36 +20,54 @@ namespace {
 
 enumsv1::WorkflowIdReusePolicy to_proto(IdReusePolicy p) {
   switch (p) {
-    case IdReusePolicy::kAllowDuplicate: return enumsv1::WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE;
-    case IdReusePolicy::kAllowDuplicateFailedOnly: return enumsv1::WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY;
-    case IdReusePolicy::kRejectDuplicate: return enumsv1::WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE;
-    // The server deprecated TERMINATE_IF_RUNNING for ALLOW_DUPLICATE + TERMINATE_EXISTING (fill_start).
-    case IdReusePolicy::kTerminateIfRunning: return enumsv1::WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE;
-    case IdReusePolicy::kUnspecified: break;
+    case IdReusePolicy::kAllowDuplicate:
+      return enumsv1::WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE;
+    case IdReusePolicy::kAllowDuplicateFailedOnly:
+      return enumsv1::WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY;
+    case IdReusePolicy::kRejectDuplicate:
+      return enumsv1::WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE;
+    // The server deprecated TERMINATE_IF_RUNNING for ALLOW_DUPLICATE + TERMINATE_EXISTING
+    // (fill_start).
+    case IdReusePolicy::kTerminateIfRunning:
+      return enumsv1::WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE;
+    case IdReusePolicy::kUnspecified:
+      break;
   }
   return enumsv1::WORKFLOW_ID_REUSE_POLICY_UNSPECIFIED;
 }
 
 enumsv1::WorkflowIdConflictPolicy to_proto(IdConflictPolicy p) {
   switch (p) {
-    case IdConflictPolicy::kFail: return enumsv1::WORKFLOW_ID_CONFLICT_POLICY_FAIL;
-    case IdConflictPolicy::kUseExisting: return enumsv1::WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING;
-    case IdConflictPolicy::kTerminateExisting: return enumsv1::WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING;
-    case IdConflictPolicy::kUnspecified: break;
+    case IdConflictPolicy::kFail:
+      return enumsv1::WORKFLOW_ID_CONFLICT_POLICY_FAIL;
+    case IdConflictPolicy::kUseExisting:
+      return enumsv1::WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING;
+    case IdConflictPolicy::kTerminateExisting:
+      return enumsv1::WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING;
+    case IdConflictPolicy::kUnspecified:
+      break;
   }
   return enumsv1::WORKFLOW_ID_CONFLICT_POLICY_UNSPECIFIED;
 }
 
 std::string status_name(enumsv1::WorkflowExecutionStatus s) {
   switch (s) {
-    case enumsv1::WORKFLOW_EXECUTION_STATUS_RUNNING: return "Running";
-    case enumsv1::WORKFLOW_EXECUTION_STATUS_COMPLETED: return "Completed";
-    case enumsv1::WORKFLOW_EXECUTION_STATUS_FAILED: return "Failed";
-    case enumsv1::WORKFLOW_EXECUTION_STATUS_CANCELED: return "Canceled";
-    case enumsv1::WORKFLOW_EXECUTION_STATUS_TERMINATED: return "Terminated";
-    case enumsv1::WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW: return "ContinuedAsNew";
-    case enumsv1::WORKFLOW_EXECUTION_STATUS_TIMED_OUT: return "TimedOut";
-    default: return "Unspecified";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_RUNNING:
+      return "Running";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_COMPLETED:
+      return "Completed";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_FAILED:
+      return "Failed";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_CANCELED:
+      return "Canceled";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_TERMINATED:
+      return "Terminated";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+      return "ContinuedAsNew";
+    case enumsv1::WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+      return "TimedOut";
+    default:
+      return "Unspecified";
   }
 }
 
@@ -57,18 +75,23 @@ std::string status_name(enumsv1::WorkflowExecutionStatus s) {
 template <typename Req>
 core::Status fill_start(Req& req, const internal::ServiceConnection& conn, const std::string& type,
                         const Args& args, const StartWorkflowOptions& o) {
-  if (o.id.empty()) return core::invalid_argument("start workflow '" + type + "': empty workflow id");
+  if (o.id.empty())
+    return core::invalid_argument("start workflow '" + type + "': empty workflow id");
   if (o.task_queue.empty())
-    return core::invalid_argument("start workflow '" + type + "' (id " + o.id + "): empty task queue");
+    return core::invalid_argument("start workflow '" + type + "' (id " + o.id +
+                                  "): empty task queue");
   req.set_namespace_(conn.ns());
   req.set_workflow_id(o.id);
   req.mutable_workflow_type()->set_name(type);
   req.mutable_task_queue()->set_name(o.task_queue);
   req.mutable_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_NORMAL);
   if (!args.empty()) internal::encode_payloads(args, req.mutable_input());
-  if (o.execution_timeout.count() > 0) internal::set_duration(o.execution_timeout, req.mutable_workflow_execution_timeout());
-  if (o.run_timeout.count() > 0) internal::set_duration(o.run_timeout, req.mutable_workflow_run_timeout());
-  if (o.task_timeout.count() > 0) internal::set_duration(o.task_timeout, req.mutable_workflow_task_timeout());
+  if (o.execution_timeout.count() > 0)
+    internal::set_duration(o.execution_timeout, req.mutable_workflow_execution_timeout());
+  if (o.run_timeout.count() > 0)
+    internal::set_duration(o.run_timeout, req.mutable_workflow_run_timeout());
+  if (o.task_timeout.count() > 0)
+    internal::set_duration(o.task_timeout, req.mutable_workflow_task_timeout());
   req.set_identity(conn.identity());
   req.set_request_id(internal::random_uuid());
   req.set_workflow_id_reuse_policy(to_proto(o.id_reuse_policy));
@@ -92,7 +115,8 @@ core::Result<Client> Client::connect(ClientOptions options, std::chrono::millise
       if (r.ok()) break;
       if (std::chrono::steady_clock::now() >= deadline)
         return core::unavailable("temporal server at " + address + " did not answer within " +
-                                 std::to_string(wait_ready.count()) + " ms: " + r.error().message());
+                                 std::to_string(wait_ready.count()) +
+                                 " ms: " + r.error().message());
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
@@ -125,15 +149,18 @@ core::Status Client::signal_workflow(const std::string& workflow_id, const std::
   return core::ok_status();
 }
 
-core::Result<WorkflowRun> Client::signal_with_start(const std::string& workflow_type, const Args& args,
+core::Result<WorkflowRun> Client::signal_with_start(const std::string& workflow_type,
+                                                    const Args& args,
                                                     const StartWorkflowOptions& options,
-                                                    const std::string& signal, const Args& signal_args) {
+                                                    const std::string& signal,
+                                                    const Args& signal_args) {
   internal::wsv1::SignalWithStartWorkflowExecutionRequest req;
   CODEACT_TRY_STATUS(fill_start(req, *conn_, workflow_type, args, options));
   req.set_signal_name(signal);
   if (!signal_args.empty()) internal::encode_payloads(signal_args, req.mutable_signal_input());
-  CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::SignalWithStartWorkflowExecution, req,
-                                     "signal-with-start workflow '" + workflow_type + "' id " + options.id));
+  CODEACT_TRY(auto resp,
+              conn_->call(&WorkflowService::Stub::SignalWithStartWorkflowExecution, req,
+                          "signal-with-start workflow '" + workflow_type + "' id " + options.id));
   return WorkflowRun{options.id, resp.run_id(), resp.started()};
 }
 
@@ -147,7 +174,8 @@ core::Result<Json> Client::query_workflow(const std::string& workflow_id, const 
   if (!args.empty()) internal::encode_payloads(args, req.mutable_query()->mutable_query_args());
   std::string what = "query '" + query + "' on workflow " + workflow_id;
   CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::QueryWorkflow, req, what,
-                                     std::max(conn_->options().rpc_timeout, std::chrono::milliseconds(30000))));
+                                     std::max(conn_->options().rpc_timeout,
+                                              std::chrono::milliseconds(30000))));
   if (resp.has_query_rejected())
     return core::failed_precondition(what + ": rejected (workflow status " +
                                      status_name(resp.query_rejected().status()) + ")");
@@ -211,7 +239,8 @@ Outcome<Json> Client::get_result(const std::string& workflow_id, const std::stri
   for (;;) {
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline)
-      return Failure::rpc(core::deadline_exceeded("result of workflow " + workflow_id + ": not closed within " +
+      return Failure::rpc(core::deadline_exceeded("result of workflow " + workflow_id +
+                                                  ": not closed within " +
                                                   std::to_string(timeout.count()) + " ms"));
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
     auto call_timeout = std::min<std::chrono::milliseconds>(left, std::chrono::seconds(65));
@@ -284,7 +313,8 @@ Outcome<Json> Client::get_result(const std::string& workflow_id, const std::stri
   }
 }
 
-core::Result<History> Client::fetch_history(const std::string& workflow_id, const std::string& run_id) {
+core::Result<History> Client::fetch_history(const std::string& workflow_id,
+                                            const std::string& run_id) {
   historyv1::History all;
   std::string token;
   std::string run = run_id;

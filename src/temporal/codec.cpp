@@ -11,11 +11,16 @@ constexpr const char* kSdkSource = "CppSDK";
 std::string timeout_type_name(::temporal::api::enums::v1::TimeoutType t) {
   using namespace ::temporal::api::enums::v1;
   switch (t) {
-    case TIMEOUT_TYPE_START_TO_CLOSE: return "StartToClose";
-    case TIMEOUT_TYPE_SCHEDULE_TO_START: return "ScheduleToStart";
-    case TIMEOUT_TYPE_SCHEDULE_TO_CLOSE: return "ScheduleToClose";
-    case TIMEOUT_TYPE_HEARTBEAT: return "Heartbeat";
-    default: return "Unspecified";
+    case TIMEOUT_TYPE_START_TO_CLOSE:
+      return "StartToClose";
+    case TIMEOUT_TYPE_SCHEDULE_TO_START:
+      return "ScheduleToStart";
+    case TIMEOUT_TYPE_SCHEDULE_TO_CLOSE:
+      return "ScheduleToClose";
+    case TIMEOUT_TYPE_HEARTBEAT:
+      return "Heartbeat";
+    default:
+      return "Unspecified";
   }
 }
 }  // namespace

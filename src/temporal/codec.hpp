@@ -5,10 +5,10 @@
 
 #include "codeact/temporal/failure.hpp"
 #include "codeact/temporal/payload.hpp"
-#include "temporal/api/common/v1/message.pb.h"
-#include "temporal/api/failure/v1/message.pb.h"
 #include "google/protobuf/duration.pb.h"
 #include "google/protobuf/timestamp.pb.h"
+#include "temporal/api/common/v1/message.pb.h"
+#include "temporal/api/failure/v1/message.pb.h"
 
 namespace codeact::temporal::internal {
 

@@ -4,19 +4,28 @@ namespace codeact::temporal {
 
 std::string_view failure_kind_name(FailureKind kind) {
   switch (kind) {
-    case FailureKind::kApplication: return "ApplicationFailure";
-    case FailureKind::kTimeout: return "TimeoutFailure";
-    case FailureKind::kCanceled: return "CanceledFailure";
-    case FailureKind::kTerminated: return "TerminatedFailure";
-    case FailureKind::kServer: return "ServerFailure";
-    case FailureKind::kActivity: return "ActivityFailure";
-    case FailureKind::kRpc: return "RpcFailure";
-    case FailureKind::kOther: return "Failure";
+    case FailureKind::kApplication:
+      return "ApplicationFailure";
+    case FailureKind::kTimeout:
+      return "TimeoutFailure";
+    case FailureKind::kCanceled:
+      return "CanceledFailure";
+    case FailureKind::kTerminated:
+      return "TerminatedFailure";
+    case FailureKind::kServer:
+      return "ServerFailure";
+    case FailureKind::kActivity:
+      return "ActivityFailure";
+    case FailureKind::kRpc:
+      return "RpcFailure";
+    case FailureKind::kOther:
+      return "Failure";
   }
   return "Failure";
 }
 
-Failure Failure::application(std::string type, std::string message, bool non_retryable, Json details) {
+Failure Failure::application(std::string type, std::string message, bool non_retryable,
+                             Json details) {
   Failure f;
   f.kind = FailureKind::kApplication;
   f.code = core::code_from_name(type);
@@ -61,13 +70,20 @@ std::string Failure::to_string() const {
 core::Error Failure::to_error() const {
   core::Code c = code;
   switch (kind) {
-    case FailureKind::kCanceled: c = core::Code::kCancelled; break;
-    case FailureKind::kTimeout: c = core::Code::kDeadlineExceeded; break;
-    case FailureKind::kTerminated: c = core::Code::kAborted; break;
+    case FailureKind::kCanceled:
+      c = core::Code::kCancelled;
+      break;
+    case FailureKind::kTimeout:
+      c = core::Code::kDeadlineExceeded;
+      break;
+    case FailureKind::kTerminated:
+      c = core::Code::kAborted;
+      break;
     case FailureKind::kActivity:
       if (cause) return cause->to_error();
       break;
-    default: break;
+    default:
+      break;
   }
   return core::Error(c, to_string());
 }

@@ -15,7 +15,8 @@ core::Error error_from_grpc(const grpc::Status& status, std::string_view what) {
 }
 
 core::Result<std::shared_ptr<ServiceConnection>> ServiceConnection::create(ClientOptions options) {
-  if (options.address.empty()) return core::invalid_argument("temporal client: empty server address");
+  if (options.address.empty())
+    return core::invalid_argument("temporal client: empty server address");
   if (options.ns.empty()) return core::invalid_argument("temporal client: empty namespace");
   if (options.identity.empty()) {
     char host[256] = {0};

@@ -29,12 +29,14 @@ class ServiceConnection {
   grpc::Channel& channel() { return *channel_; }
 
   // Adds the API key and the deadline (0 = the default rpc timeout).
-  void prepare(grpc::ClientContext& ctx, std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const;
+  void prepare(grpc::ClientContext& ctx,
+               std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const;
 
   // Calls `method` on the stub. `ctx` may be given by the caller (to cancel it from elsewhere);
   // it must be fresh and is prepared here.
   template <typename Req, typename Resp>
-  core::Result<Resp> call(grpc::Status (wsv1::WorkflowService::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+  core::Result<Resp> call(grpc::Status (wsv1::WorkflowService::Stub::*method)(grpc::ClientContext*,
+                                                                              const Req&, Resp*),
                           const Req& request, std::string_view what,
                           std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
                           grpc::ClientContext* ctx = nullptr) {

@@ -18,7 +18,8 @@ namespace enumsv1 = ::temporal::api::enums::v1;
 namespace historyv1 = ::temporal::api::history::v1;
 
 struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
-  Impl(Client c, WorkerOptions o) : client(std::move(c)), conn(client.connection()), options(std::move(o)) {}
+  Impl(Client c, WorkerOptions o)
+      : client(std::move(c)), conn(client.connection()), options(std::move(o)) {}
 
   Client client;
   std::shared_ptr<internal::ServiceConnection> conn;
@@ -37,12 +38,12 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
 
   std::mutex mu;
   std::condition_variable cv;
-  std::set<grpc::ClientContext*> polls;                       // GUARDED_BY(mu)
-  std::set<std::shared_ptr<ActivityContext>> running;         // GUARDED_BY(mu)
-  int activity_slots = 0;                                     // GUARDED_BY(mu)
-  int inflight_activities = 0;                                // GUARDED_BY(mu)
-  bool started = false;                                       // GUARDED_BY(mu)
-  bool stopped = false;                                       // GUARDED_BY(mu)
+  std::set<grpc::ClientContext*> polls;                // GUARDED_BY(mu)
+  std::set<std::shared_ptr<ActivityContext>> running;  // GUARDED_BY(mu)
+  int activity_slots = 0;                              // GUARDED_BY(mu)
+  int inflight_activities = 0;                         // GUARDED_BY(mu)
+  bool started = false;                                // GUARDED_BY(mu)
+  bool stopped = false;                                // GUARDED_BY(mu)
   // Runs whose state is cached (by run id), and their order of use for eviction.
   std::map<std::string, std::unique_ptr<internal::WorkflowState>> cache;  // GUARDED_BY(mu)
   std::list<std::string> cache_order;                                     // GUARDED_BY(mu)
@@ -65,7 +66,8 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
       cache_order.pop_front();
     }
   }
-  core::Result<historyv1::History> full_history(const ::temporal::api::common::v1::WorkflowExecution& execution);
+  core::Result<historyv1::History> full_history(
+      const ::temporal::api::common::v1::WorkflowExecution& execution);
 
   // Registers a poll's context so shutdown can cancel it; false when stopping.
   bool begin_poll(grpc::ClientContext* ctx) {
@@ -125,8 +127,9 @@ void Worker::Impl::workflow_poller(bool sticky) {
     }
     req.set_identity(identity);
     req.set_worker_instance_key(instance_key);
-    auto r = conn->call(&WorkflowService::Stub::PollWorkflowTaskQueue, req, "poll workflow task queue '" +
-                        options.task_queue + "'", kPollTimeout, &ctx);
+    auto r =
+        conn->call(&WorkflowService::Stub::PollWorkflowTaskQueue, req,
+                   "poll workflow task queue '" + options.task_queue + "'", kPollTimeout, &ctx);
     end_poll(&ctx);
     if (!r.ok()) {
       if (stopping) break;
@@ -190,8 +193,10 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
     req.set_task_token(task.task_token());
     req.set_cause(cause);
     req.set_identity(identity);
-    internal::encode_failure(Failure::application("WorkflowTaskFailure", message), req.mutable_failure());
-    auto r = conn->call(&WorkflowService::Stub::RespondWorkflowTaskFailed, req, "fail workflow task of " + wid);
+    internal::encode_failure(Failure::application("WorkflowTaskFailure", message),
+                             req.mutable_failure());
+    auto r = conn->call(&WorkflowService::Stub::RespondWorkflowTaskFailed, req,
+                        "fail workflow task of " + wid);
     if (!r.ok()) core::log().warn("temporal worker: {}", r.error().to_string());
   };
   auto respond_query = [&](const core::Result<Json>& answer) {
@@ -206,13 +211,15 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
       req.set_error_message(answer.error().message());
       internal::encode_failure(Failure::from_error(answer.error()), req.mutable_failure());
     }
-    auto r = conn->call(&WorkflowService::Stub::RespondQueryTaskCompleted, req, "answer query on " + wid);
+    auto r = conn->call(&WorkflowService::Stub::RespondQueryTaskCompleted, req,
+                        "answer query on " + wid);
     if (!r.ok()) core::log().warn("temporal worker: {}", r.error().to_string());
   };
 
   auto fn = workflows.find(type);
   if (fn == workflows.end()) {
-    std::string msg = "workflow type '" + type + "' is not registered on task queue '" + options.task_queue + "'";
+    std::string msg =
+        "workflow type '" + type + "' is not registered on task queue '" + options.task_queue + "'";
     if (task.has_query()) {
       respond_query(core::not_found(msg));
     } else {
@@ -236,7 +243,8 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
       respond_query(st.error());
       return;
     }
-    respond_query(fresh.query(task.query().query_type(), internal::decode_payloads(task.query().query_args())));
+    respond_query(fresh.query(task.query().query_type(),
+                              internal::decode_payloads(task.query().query_args())));
     return;
   }
 
@@ -248,20 +256,24 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
   if (!cached && !from_start) {
     auto full = full_history(task.workflow_execution());
     if (!full.ok()) {
-      core::log().warn("temporal worker: {}; the workflow task will time out and be retried", full.error().to_string());
+      core::log().warn("temporal worker: {}; the workflow task will time out and be retried",
+                       full.error().to_string());
       return;
     }
     history = std::move(full).value();
   }
   std::unique_ptr<internal::WorkflowState> owned =
-      cached ? std::move(cached) : std::make_unique<internal::WorkflowState>(fn->second, conn->ns(), options.task_queue);
+      cached
+          ? std::move(cached)
+          : std::make_unique<internal::WorkflowState>(fn->second, conn->ns(), options.task_queue);
   internal::WorkflowState& state = *owned;
   state.set_execution(wid, run_id);
 
   auto st = state.replay(history.events(), task.started_event_id());
   if (!st.ok()) {
-    respond_failed(state.nondeterministic() ? enumsv1::WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR
-                                            : enumsv1::WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE,
+    respond_failed(state.nondeterministic()
+                       ? enumsv1::WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR
+                       : enumsv1::WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE,
                    st.error().message());
     return;
   }
@@ -283,7 +295,8 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
     }
   }
   const bool cache_it = options.max_cached_workflows > 0 && !state.finished();
-  core::log().debug("temporal worker: completing workflow task for {} with {} commands", wid, req.commands_size());
+  core::log().debug("temporal worker: completing workflow task for {} with {} commands", wid,
+                    req.commands_size());
   if (cache_it) {
     auto* sticky = req.mutable_sticky_attributes();
     sticky->mutable_worker_task_queue()->set_name(sticky_queue);
@@ -297,12 +310,15 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
   for (auto& c : *req.mutable_commands()) {
     if (c.command_type() != enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK) continue;
     auto* a = c.mutable_schedule_activity_task_command_attributes();
-    if (a->task_queue().name() != options.task_queue || !activities.count(a->activity_type().name())) continue;
+    if (a->task_queue().name() != options.task_queue ||
+        !activities.count(a->activity_type().name()))
+      continue;
     if (!try_reserve_activity_slot()) break;
     a->set_request_eager_execution(true);
     ++reserved;
   }
-  auto r = conn->call(&WorkflowService::Stub::RespondWorkflowTaskCompleted, req, "complete workflow task of " + wid);
+  auto r = conn->call(&WorkflowService::Stub::RespondWorkflowTaskCompleted, req,
+                      "complete workflow task of " + wid);
   if (!r.ok()) {
     release_activity_slots(reserved);
     core::log().warn("temporal worker: {}", r.error().to_string());
@@ -343,8 +359,9 @@ void Worker::Impl::activity_poller() {
     req.mutable_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_NORMAL);
     req.set_identity(identity);
     req.set_worker_instance_key(instance_key);
-    auto r = conn->call(&WorkflowService::Stub::PollActivityTaskQueue, req, "poll activity task queue '" +
-                        options.task_queue + "'", kPollTimeout, &ctx);
+    auto r =
+        conn->call(&WorkflowService::Stub::PollActivityTaskQueue, req,
+                   "poll activity task queue '" + options.task_queue + "'", kPollTimeout, &ctx);
     end_poll(&ctx);
     if (!r.ok() || r->task_token().empty()) {
       release();
@@ -386,9 +403,10 @@ void Worker::Impl::run_activity(const internal::wsv1::PollActivityTaskQueueRespo
   info.heartbeat_timeout = internal::to_millis(task.heartbeat_timeout());
   info.start_to_close_timeout = internal::to_millis(task.start_to_close_timeout());
   info.task_token = task.task_token();
-  core::log().debug("temporal worker: activity task {} id {} of {}", info.activity_type, info.activity_id,
-                    info.workflow_id);
-  auto ctx = std::make_shared<ActivityContext>(info, internal::decode_payloads(task.heartbeat_details()), conn);
+  core::log().debug("temporal worker: activity task {} id {} of {}", info.activity_type,
+                    info.activity_id, info.workflow_id);
+  auto ctx = std::make_shared<ActivityContext>(
+      info, internal::decode_payloads(task.heartbeat_details()), conn);
   {
     std::lock_guard<std::mutex> lock(mu);
     running.insert(ctx);
@@ -402,7 +420,8 @@ void Worker::Impl::run_activity(const internal::wsv1::PollActivityTaskQueueRespo
   auto fn = activities.find(info.activity_type);
   if (fn == activities.end()) {
     failure = Failure::application("NotFound", "activity type '" + info.activity_type +
-                                                   "' is not registered on task queue '" + options.task_queue + "'");
+                                                   "' is not registered on task queue '" +
+                                                   options.task_queue + "'");
   } else {
     try {
       auto r = fn->second(*ctx, internal::decode_payloads(task.input()));
@@ -433,7 +452,8 @@ void Worker::Impl::run_activity(const internal::wsv1::PollActivityTaskQueueRespo
     req.set_task_token(task.task_token());
     req.set_identity(identity);
     internal::encode_payloads(Args{*result}, req.mutable_result());
-    auto r = conn->call(&WorkflowService::Stub::RespondActivityTaskCompleted, req, "complete " + what);
+    auto r =
+        conn->call(&WorkflowService::Stub::RespondActivityTaskCompleted, req, "complete " + what);
     if (!r.ok()) st = r.error();
   } else if (cancelled) {
     internal::wsv1::RespondActivityTaskCanceledRequest req;
@@ -458,7 +478,8 @@ void Worker::Impl::run_activity(const internal::wsv1::PollActivityTaskQueueRespo
 
 Worker::Worker(Client client, WorkerOptions options)
     : impl_(std::make_shared<Impl>(std::move(client), std::move(options))) {
-  impl_->identity = impl_->options.identity.empty() ? impl_->conn->identity() : impl_->options.identity;
+  impl_->identity =
+      impl_->options.identity.empty() ? impl_->conn->identity() : impl_->options.identity;
   impl_->instance_key = internal::random_uuid();
   impl_->sticky_queue = impl_->identity + "-sticky-" + impl_->instance_key;
 }
@@ -475,11 +496,15 @@ void Worker::register_activity(const std::string& name, ActivityFunction fn) {
 
 core::Status Worker::start() {
   auto& s = *impl_;
-  if (s.options.task_queue.empty()) return core::invalid_argument("temporal worker: no task queue given");
+  if (s.options.task_queue.empty())
+    return core::invalid_argument("temporal worker: no task queue given");
   if (s.workflows.empty() && s.activities.empty())
-    return core::invalid_argument("temporal worker on '" + s.options.task_queue + "': nothing registered");
+    return core::invalid_argument("temporal worker on '" + s.options.task_queue +
+                                  "': nothing registered");
   std::lock_guard<std::mutex> lock(s.mu);
-  if (s.started) return core::failed_precondition("temporal worker on '" + s.options.task_queue + "': already started");
+  if (s.started)
+    return core::failed_precondition("temporal worker on '" + s.options.task_queue +
+                                     "': already started");
   s.started = true;
   s.activity_slots = std::max(1, s.options.max_concurrent_activities);
   if (!s.workflows.empty()) {
@@ -514,14 +539,16 @@ void Worker::shutdown(std::chrono::milliseconds deadline) {
   // matched to it until the task times out.
   internal::wsv1::ShutdownWorkerRequest req;
   req.set_namespace_(s.conn->ns());
-  if (!s.workflows.empty() && s.options.max_cached_workflows > 0) req.set_sticky_task_queue(s.sticky_queue);
+  if (!s.workflows.empty() && s.options.max_cached_workflows > 0)
+    req.set_sticky_task_queue(s.sticky_queue);
   req.set_identity(s.identity);
   req.set_reason("graceful shutdown");
   req.set_worker_instance_key(s.instance_key);
   req.set_task_queue(s.options.task_queue);
   if (!s.workflows.empty()) req.add_task_queue_types(enumsv1::TASK_QUEUE_TYPE_WORKFLOW);
   if (!s.activities.empty()) req.add_task_queue_types(enumsv1::TASK_QUEUE_TYPE_ACTIVITY);
-  auto r = s.conn->call(&WorkflowService::Stub::ShutdownWorker, req, "shutdown worker", std::chrono::seconds(2));
+  auto r = s.conn->call(&WorkflowService::Stub::ShutdownWorker, req, "shutdown worker",
+                        std::chrono::seconds(2));
   if (!r.ok()) core::log().debug("temporal worker: {}", r.error().to_string());
   {
     std::unique_lock<std::mutex> lock(s.mu);
@@ -532,8 +559,9 @@ void Worker::shutdown(std::chrono::milliseconds deadline) {
   s.pollers.clear();
   std::unique_lock<std::mutex> lock(s.mu);
   if (!s.cv.wait_for(lock, deadline, [&] { return s.inflight_activities == 0; })) {
-    core::log().warn("temporal worker: {} activities still running after the shutdown deadline; cancelling them",
-                     s.inflight_activities);
+    core::log().warn(
+        "temporal worker: {} activities still running after the shutdown deadline; cancelling them",
+        s.inflight_activities);
     for (const auto& ctx : s.running) ctx->request_cancel();
     s.cv.wait_for(lock, deadline, [&] { return s.inflight_activities == 0; });
   }
@@ -541,19 +569,23 @@ void Worker::shutdown(std::chrono::milliseconds deadline) {
   s.cv.notify_all();
 }
 
-void Replayer::register_workflow(const std::string& name, WorkflowFunction fn) { workflows_[name] = std::move(fn); }
+void Replayer::register_workflow(const std::string& name, WorkflowFunction fn) {
+  workflows_[name] = std::move(fn);
+}
 
 core::Status Replayer::replay(const History& history) const {
   historyv1::History h;
   if (!h.ParseFromString(history.serialized))
-    return core::invalid_argument("replay: history of " + history.workflow_id + " is not a serialized History");
+    return core::invalid_argument("replay: history of " + history.workflow_id +
+                                  " is not a serialized History");
   if (h.events_size() == 0 || !h.events(0).has_workflow_execution_started_event_attributes())
     return core::invalid_argument("replay: history of " + history.workflow_id +
                                   " does not start with WorkflowExecutionStarted");
   const auto& started = h.events(0).workflow_execution_started_event_attributes();
   auto fn = workflows_.find(started.workflow_type().name());
   if (fn == workflows_.end())
-    return core::not_found("replay: workflow type '" + started.workflow_type().name() + "' is not registered");
+    return core::not_found("replay: workflow type '" + started.workflow_type().name() +
+                           "' is not registered");
   internal::WorkflowState state(fn->second, "", started.task_queue().name());
   state.set_execution(history.workflow_id, history.run_id);
   return state.replay(h.events(), 0);

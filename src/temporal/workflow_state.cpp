@@ -39,23 +39,31 @@ std::string describe_command(const commandv1::Command& c) {
   switch (c.command_type()) {
     case enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK: {
       const auto& a = c.schedule_activity_task_command_attributes();
-      return "ScheduleActivityTask(activity_type='" + a.activity_type().name() + "', activity_id='" +
-             a.activity_id() + "')";
+      return "ScheduleActivityTask(activity_type='" + a.activity_type().name() +
+             "', activity_id='" + a.activity_id() + "')";
     }
     case enumsv1::COMMAND_TYPE_START_TIMER:
       return "StartTimer(timer_id='" + c.start_timer_command_attributes().timer_id() + "')";
     case enumsv1::COMMAND_TYPE_RECORD_MARKER:
-      return "RecordMarker(marker_name='" + c.record_marker_command_attributes().marker_name() + "')";
-    case enumsv1::COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION: return "CompleteWorkflowExecution";
-    case enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION: return "FailWorkflowExecution";
-    case enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION: return "CancelWorkflowExecution";
-    case enumsv1::COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION: return "ContinueAsNewWorkflowExecution";
+      return "RecordMarker(marker_name='" + c.record_marker_command_attributes().marker_name() +
+             "')";
+    case enumsv1::COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION:
+      return "CompleteWorkflowExecution";
+    case enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION:
+      return "FailWorkflowExecution";
+    case enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION:
+      return "CancelWorkflowExecution";
+    case enumsv1::COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION:
+      return "ContinueAsNewWorkflowExecution";
     case enumsv1::COMMAND_TYPE_CANCEL_TIMER:
       return "CancelTimer(timer_id='" + c.cancel_timer_command_attributes().timer_id() + "')";
     case enumsv1::COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK:
       return "RequestCancelActivityTask(scheduled_event_id=" +
-             std::to_string(c.request_cancel_activity_task_command_attributes().scheduled_event_id()) + ")";
-    default: return enumsv1::CommandType_Name(c.command_type());
+             std::to_string(
+                 c.request_cancel_activity_task_command_attributes().scheduled_event_id()) +
+             ")";
+    default:
+      return enumsv1::CommandType_Name(c.command_type());
   }
 }
 
@@ -64,13 +72,14 @@ std::string describe_event(const historyv1::HistoryEvent& e) {
   switch (e.event_type()) {
     case enumsv1::EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
       const auto& a = e.activity_task_scheduled_event_attributes();
-      return id + "ActivityTaskScheduled(activity_type='" + a.activity_type().name() + "', activity_id='" +
-             a.activity_id() + "')";
+      return id + "ActivityTaskScheduled(activity_type='" + a.activity_type().name() +
+             "', activity_id='" + a.activity_id() + "')";
     }
     case enumsv1::EVENT_TYPE_TIMER_STARTED:
       return id + "TimerStarted(timer_id='" + e.timer_started_event_attributes().timer_id() + "')";
     case enumsv1::EVENT_TYPE_MARKER_RECORDED:
-      return id + "MarkerRecorded(marker_name='" + e.marker_recorded_event_attributes().marker_name() + "')";
+      return id + "MarkerRecorded(marker_name='" +
+             e.marker_recorded_event_attributes().marker_name() + "')";
     default: {
       // EVENT_TYPE_WORKFLOW_TASK_STARTED -> WorkflowTaskStarted
       std::string name = enumsv1::EventType_Name(e.event_type());
@@ -94,17 +103,26 @@ std::string describe_event(const historyv1::HistoryEvent& e) {
 // The command type an event records, or UNSPECIFIED when the event is not a command's.
 enumsv1::CommandType command_type_of(const historyv1::HistoryEvent& e) {
   switch (e.event_type()) {
-    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: return enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK;
-    case enumsv1::EVENT_TYPE_TIMER_STARTED: return enumsv1::COMMAND_TYPE_START_TIMER;
-    case enumsv1::EVENT_TYPE_MARKER_RECORDED: return enumsv1::COMMAND_TYPE_RECORD_MARKER;
-    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: return enumsv1::COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION;
-    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: return enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION;
-    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: return enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION;
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+      return enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK;
+    case enumsv1::EVENT_TYPE_TIMER_STARTED:
+      return enumsv1::COMMAND_TYPE_START_TIMER;
+    case enumsv1::EVENT_TYPE_MARKER_RECORDED:
+      return enumsv1::COMMAND_TYPE_RECORD_MARKER;
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+      return enumsv1::COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION;
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+      return enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION;
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
+      return enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION;
     case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
       return enumsv1::COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION;
-    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED: return enumsv1::COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK;
-    case enumsv1::EVENT_TYPE_TIMER_CANCELED: return enumsv1::COMMAND_TYPE_CANCEL_TIMER;
-    default: return enumsv1::COMMAND_TYPE_UNSPECIFIED;
+    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED:
+      return enumsv1::COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK;
+    case enumsv1::EVENT_TYPE_TIMER_CANCELED:
+      return enumsv1::COMMAND_TYPE_CANCEL_TIMER;
+    default:
+      return enumsv1::COMMAND_TYPE_UNSPECIFIED;
   }
 }
 
@@ -114,16 +132,20 @@ bool same_command(const commandv1::Command& c, const historyv1::HistoryEvent& e)
     case enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK: {
       const auto& a = c.schedule_activity_task_command_attributes();
       const auto& b = e.activity_task_scheduled_event_attributes();
-      return a.activity_id() == b.activity_id() && a.activity_type().name() == b.activity_type().name();
+      return a.activity_id() == b.activity_id() &&
+             a.activity_type().name() == b.activity_type().name();
     }
     case enumsv1::COMMAND_TYPE_START_TIMER:
-      return c.start_timer_command_attributes().timer_id() == e.timer_started_event_attributes().timer_id();
+      return c.start_timer_command_attributes().timer_id() ==
+             e.timer_started_event_attributes().timer_id();
     case enumsv1::COMMAND_TYPE_RECORD_MARKER:
       return c.record_marker_command_attributes().marker_name() ==
              e.marker_recorded_event_attributes().marker_name();
     case enumsv1::COMMAND_TYPE_CANCEL_TIMER:
-      return c.cancel_timer_command_attributes().timer_id() == e.timer_canceled_event_attributes().timer_id();
-    default: return true;
+      return c.cancel_timer_command_attributes().timer_id() ==
+             e.timer_canceled_event_attributes().timer_id();
+    default:
+      return true;
   }
 }
 
@@ -135,8 +157,10 @@ bool is_job_event(const historyv1::HistoryEvent& e) {
     case enumsv1::EVENT_TYPE_ACTIVITY_TASK_CANCELED:
     case enumsv1::EVENT_TYPE_TIMER_FIRED:
     case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED: return true;
-    default: return false;
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -226,13 +250,16 @@ core::Status WorkflowState::replay(const Events& events, int64_t current_started
 core::Status WorkflowState::match_command_event(const historyv1::HistoryEvent& e, int task_index) {
   if (expected_.empty())
     return nondeterminism("history has " + describe_event(e) + " after workflow task " +
-                          std::to_string(task_index) + ", but the workflow code produced no command for it");
+                          std::to_string(task_index) +
+                          ", but the workflow code produced no command for it");
   const commandv1::Command& c = expected_.front();
   if (!same_command(c, e))
-    return nondeterminism("in workflow task " + std::to_string(task_index) + " the workflow code produced command " +
-                          describe_command(c) + ", but history has " + describe_event(e));
+    return nondeterminism("in workflow task " + std::to_string(task_index) +
+                          " the workflow code produced command " + describe_command(c) +
+                          ", but history has " + describe_event(e));
   if (e.event_type() == enumsv1::EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
-    activity_id_by_scheduled_event_[e.event_id()] = e.activity_task_scheduled_event_attributes().activity_id();
+    activity_id_by_scheduled_event_[e.event_id()] =
+        e.activity_task_scheduled_event_attributes().activity_id();
   if (e.event_type() == enumsv1::EVENT_TYPE_TIMER_STARTED)
     recorded_timers_.insert(e.timer_started_event_attributes().timer_id());
   expected_.pop_front();
@@ -241,9 +268,10 @@ core::Status WorkflowState::match_command_event(const historyv1::HistoryEvent& e
 
 core::Status WorkflowState::check_no_leftover(const historyv1::HistoryEvent* next, int task_index) {
   if (expected_.empty()) return core::ok_status();
-  return nondeterminism("in workflow task " + std::to_string(task_index) + " the workflow code produced command " +
-                        describe_command(expected_.front()) + " that history does not have (" +
-                        (next ? "next is " + describe_event(*next) : std::string("history ends")) + ")");
+  return nondeterminism(
+      "in workflow task " + std::to_string(task_index) + " the workflow code produced command " +
+      describe_command(expected_.front()) + " that history does not have (" +
+      (next ? "next is " + describe_event(*next) : std::string("history ends")) + ")");
 }
 
 core::Status WorkflowState::activate(std::chrono::system_clock::time_point time) {
@@ -256,7 +284,8 @@ core::Status WorkflowState::activate(std::chrono::system_clock::time_point time)
     try {
       root_.emplace(fn_(ctx_, input_));
     } catch (const std::exception& ex) {
-      return core::internal_error("workflow " + info_.workflow_type + " could not start: " + ex.what());
+      return core::internal_error("workflow " + info_.workflow_type +
+                                  " could not start: " + ex.what());
     }
     ready_.push_back(root_->handle());
   }
@@ -334,8 +363,11 @@ core::Status WorkflowState::apply_job(const historyv1::HistoryEvent& e) {
       }
       break;
     }
-    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED: cancel_requested_ = true; break;
-    default: break;
+    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+      cancel_requested_ = true;
+      break;
+    default:
+      break;
   }
   return core::ok_status();
 }
@@ -364,7 +396,9 @@ core::Status WorkflowState::run_until_blocked() {
         commandv1::Command cmd;
         if (!promise.error) {
           cmd.set_command_type(enumsv1::COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION);
-          encode_payloads(Args{*promise.value}, cmd.mutable_complete_workflow_execution_command_attributes()->mutable_result());
+          encode_payloads(
+              Args{*promise.value},
+              cmd.mutable_complete_workflow_execution_command_attributes()->mutable_result());
         } else {
           try {
             std::rethrow_exception(promise.error);
@@ -374,7 +408,9 @@ core::Status WorkflowState::run_until_blocked() {
               cmd.mutable_cancel_workflow_execution_command_attributes();
             } else {
               cmd.set_command_type(enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION);
-              encode_failure(ex.failure(), cmd.mutable_fail_workflow_execution_command_attributes()->mutable_failure());
+              encode_failure(
+                  ex.failure(),
+                  cmd.mutable_fail_workflow_execution_command_attributes()->mutable_failure());
             }
           } catch (const ContinueAsNew& can) {
             cmd.set_command_type(enumsv1::COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION);
@@ -383,9 +419,11 @@ core::Status WorkflowState::run_until_blocked() {
             a->mutable_task_queue()->set_name(info_.task_queue);
             encode_payloads(can.args, a->mutable_input());
           } catch (const std::exception& ex) {
-            return core::unknown_error(std::string("workflow ") + info_.workflow_type + " threw: " + ex.what());
+            return core::unknown_error(std::string("workflow ") + info_.workflow_type +
+                                       " threw: " + ex.what());
           } catch (...) {
-            return core::unknown_error("workflow " + info_.workflow_type + " threw a non-standard exception");
+            return core::unknown_error("workflow " + info_.workflow_type +
+                                       " threw a non-standard exception");
           }
         }
         commands_.push_back(std::move(cmd));
@@ -403,7 +441,8 @@ core::Status WorkflowState::run_until_blocked() {
       if (!woke) break;
     }
   } catch (const std::exception& ex) {
-    return core::unknown_error(std::string("workflow ") + info_.workflow_type + " threw: " + ex.what());
+    return core::unknown_error(std::string("workflow ") + info_.workflow_type +
+                               " threw: " + ex.what());
   }
   return core::ok_status();
 }
@@ -424,14 +463,15 @@ core::Result<Json> WorkflowState::query(const std::string& name, const Args& arg
   }
 }
 
-std::pair<std::shared_ptr<Pending>, std::string> WorkflowState::schedule_activity(const std::string& name, Args args,
-                                                                                   const ActivityOptions& o) {
+std::pair<std::shared_ptr<Pending>, std::string> WorkflowState::schedule_activity(
+    const std::string& name, Args args, const ActivityOptions& o) {
   auto p = std::make_shared<Pending>();
   int64_t seq = next_activity_seq_++;
   if (o.start_to_close_timeout.count() <= 0 && o.schedule_to_close_timeout.count() <= 0) {
     p->resolved = true;
     p->result.emplace(Failure::application(
-        "InvalidArgument", "activity '" + name + "': set start_to_close_timeout or schedule_to_close_timeout", true));
+        "InvalidArgument",
+        "activity '" + name + "': set start_to_close_timeout or schedule_to_close_timeout", true));
     return {p, ""};
   }
   std::string id = o.activity_id.empty() ? std::to_string(seq) : o.activity_id;
@@ -443,12 +483,14 @@ std::pair<std::shared_ptr<Pending>, std::string> WorkflowState::schedule_activit
   a->mutable_task_queue()->set_name(o.task_queue.empty() ? info_.task_queue : o.task_queue);
   a->mutable_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_NORMAL);
   encode_payloads(args, a->mutable_input());
-  if (o.start_to_close_timeout.count() > 0) set_duration(o.start_to_close_timeout, a->mutable_start_to_close_timeout());
+  if (o.start_to_close_timeout.count() > 0)
+    set_duration(o.start_to_close_timeout, a->mutable_start_to_close_timeout());
   if (o.schedule_to_close_timeout.count() > 0)
     set_duration(o.schedule_to_close_timeout, a->mutable_schedule_to_close_timeout());
   if (o.schedule_to_start_timeout.count() > 0)
     set_duration(o.schedule_to_start_timeout, a->mutable_schedule_to_start_timeout());
-  if (o.heartbeat_timeout.count() > 0) set_duration(o.heartbeat_timeout, a->mutable_heartbeat_timeout());
+  if (o.heartbeat_timeout.count() > 0)
+    set_duration(o.heartbeat_timeout, a->mutable_heartbeat_timeout());
   if (o.retry_policy) {
     auto* r = a->mutable_retry_policy();
     set_duration(o.retry_policy->initial_interval, r->mutable_initial_interval());
@@ -456,7 +498,8 @@ std::pair<std::shared_ptr<Pending>, std::string> WorkflowState::schedule_activit
     if (o.retry_policy->maximum_interval.count() > 0)
       set_duration(o.retry_policy->maximum_interval, r->mutable_maximum_interval());
     r->set_maximum_attempts(o.retry_policy->maximum_attempts);
-    for (const auto& t : o.retry_policy->non_retryable_error_types) r->add_non_retryable_error_types(t);
+    for (const auto& t : o.retry_policy->non_retryable_error_types)
+      r->add_non_retryable_error_types(t);
   }
   commands_.push_back(std::move(cmd));
   activities_by_id_[id] = p;
@@ -470,7 +513,8 @@ void WorkflowState::cancel_activity(const std::string& activity_id) {
     if (id != activity_id) continue;
     commandv1::Command cmd;
     cmd.set_command_type(enumsv1::COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK);
-    cmd.mutable_request_cancel_activity_task_command_attributes()->set_scheduled_event_id(scheduled);
+    cmd.mutable_request_cancel_activity_task_command_attributes()->set_scheduled_event_id(
+        scheduled);
     commands_.push_back(std::move(cmd));
     return;
   }
@@ -492,7 +536,8 @@ void WorkflowState::cancel_activity(const std::string& activity_id) {
   resolve(p, std::move(f));
 }
 
-std::shared_ptr<Pending> WorkflowState::start_timer(std::chrono::milliseconds d, std::string* timer_id) {
+std::shared_ptr<Pending> WorkflowState::start_timer(std::chrono::milliseconds d,
+                                                    std::string* timer_id) {
   auto p = std::make_shared<Pending>();
   if (d.count() <= 0) {
     p->resolved = true;
@@ -553,7 +598,8 @@ Json WorkflowState::side_effect(const std::function<Json()>& fn) {
   return value;
 }
 
-void WorkflowState::set_signal_handler(const std::string& name, std::function<void(const Args&)> handler) {
+void WorkflowState::set_signal_handler(const std::string& name,
+                                       std::function<void(const Args&)> handler) {
   auto& h = signal_handlers_[name];
   h = std::move(handler);
   auto it = buffered_signals_.find(name);
@@ -563,7 +609,8 @@ void WorkflowState::set_signal_handler(const std::string& name, std::function<vo
   for (auto& args : pending) h(args);
 }
 
-void WorkflowState::set_query_handler(const std::string& name, std::function<Json(const Args&)> handler) {
+void WorkflowState::set_query_handler(const std::string& name,
+                                      std::function<Json(const Args&)> handler) {
   query_handlers_[name] = std::move(handler);
 }
 
@@ -573,10 +620,13 @@ namespace codeact::temporal {
 
 using internal::g_current;
 
-void ConditionAwaitable::await_suspend(std::coroutine_handle<> h) { state_->add_condition(pred_, h); }
+void ConditionAwaitable::await_suspend(std::coroutine_handle<> h) {
+  state_->add_condition(pred_, h);
+}
 
 const WorkflowInfo& WorkflowContext::info() const { return state_->info(); }
-ActivityAwaitable WorkflowContext::execute_activity(const std::string& name, Args args, const ActivityOptions& options) {
+ActivityAwaitable WorkflowContext::execute_activity(const std::string& name, Args args,
+                                                    const ActivityOptions& options) {
   auto [pending, id] = state_->schedule_activity(name, std::move(args), options);
   return ActivityAwaitable(std::move(pending), state_, std::move(id));
 }
@@ -589,7 +639,8 @@ TimerAwaitable WorkflowContext::sleep(std::chrono::milliseconds duration) {
 ConditionAwaitable WorkflowContext::wait_condition(std::function<bool()> pred) {
   return ConditionAwaitable(state_, std::move(pred));
 }
-Task<bool> WorkflowContext::wait_condition(std::function<bool()> pred, std::chrono::milliseconds timeout) {
+Task<bool> WorkflowContext::wait_condition(std::function<bool()> pred,
+                                           std::chrono::milliseconds timeout) {
   if (pred()) co_return true;
   std::string timer_id;
   auto timer = state_->start_timer(timeout, &timer_id);
@@ -606,11 +657,15 @@ std::string WorkflowContext::uuid() {
   uint64_t lo = state_->random();
   return internal::format_uuid(hi, lo);
 }
-Json WorkflowContext::side_effect(const std::function<Json()>& fn) { return state_->side_effect(fn); }
-void WorkflowContext::set_signal_handler(const std::string& name, std::function<void(const Args&)> handler) {
+Json WorkflowContext::side_effect(const std::function<Json()>& fn) {
+  return state_->side_effect(fn);
+}
+void WorkflowContext::set_signal_handler(const std::string& name,
+                                         std::function<void(const Args&)> handler) {
   state_->set_signal_handler(name, std::move(handler));
 }
-void WorkflowContext::set_query_handler(const std::string& name, std::function<Json(const Args&)> handler) {
+void WorkflowContext::set_query_handler(const std::string& name,
+                                        std::function<Json(const Args&)> handler) {
   state_->set_query_handler(name, std::move(handler));
 }
 bool WorkflowContext::cancel_requested() const { return state_->cancel_requested(); }

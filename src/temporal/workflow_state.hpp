@@ -66,10 +66,12 @@ class WorkflowState {
   // ---- used by WorkflowContext and the awaitables ----
   const WorkflowInfo& info() const { return info_; }
   // Returns the pending result and the activity id.
-  std::pair<std::shared_ptr<Pending>, std::string> schedule_activity(const std::string& name, Args args,
+  std::pair<std::shared_ptr<Pending>, std::string> schedule_activity(const std::string& name,
+                                                                     Args args,
                                                                      const ActivityOptions& o);
   void cancel_activity(const std::string& activity_id);
-  std::shared_ptr<Pending> start_timer(std::chrono::milliseconds d, std::string* timer_id = nullptr);
+  std::shared_ptr<Pending> start_timer(std::chrono::milliseconds d,
+                                       std::string* timer_id = nullptr);
   void cancel_timer(const std::string& timer_id);
   void add_condition(std::function<bool()> pred, std::coroutine_handle<> h);
   std::chrono::system_clock::time_point now() const { return now_; }
@@ -104,8 +106,8 @@ class WorkflowState {
   std::deque<std::coroutine_handle<>> ready_;
   std::vector<std::pair<std::function<bool()>, std::coroutine_handle<>>> conditions_;
 
-  std::vector<commandv1::Command> commands_;  // produced by the current activation
-  std::deque<commandv1::Command> expected_;   // produced, not yet matched with history
+  std::vector<commandv1::Command> commands_;   // produced by the current activation
+  std::deque<commandv1::Command> expected_;    // produced, not yet matched with history
   std::vector<historyv1::HistoryEvent> jobs_;  // events for the next activation
   int task_index_ = 0;
   int64_t last_event_id_ = 0;
@@ -114,9 +116,9 @@ class WorkflowState {
   int64_t next_marker_seq_ = 1;
   std::map<std::string, std::shared_ptr<Pending>> activities_by_id_;  // pending, by activity id
   std::map<int64_t, std::string> activity_id_by_scheduled_event_;
-  std::map<std::string, std::shared_ptr<Pending>> timers_;           // pending, by timer id
-  std::set<std::string> recorded_timers_;                            // TimerStarted seen
-  std::map<int64_t, Json> recorded_side_effects_;                    // from history, by seq
+  std::map<std::string, std::shared_ptr<Pending>> timers_;  // pending, by timer id
+  std::set<std::string> recorded_timers_;                   // TimerStarted seen
+  std::map<int64_t, Json> recorded_side_effects_;           // from history, by seq
 
   std::map<std::string, std::function<void(const Args&)>> signal_handlers_;
   std::map<std::string, std::deque<Args>> buffered_signals_;

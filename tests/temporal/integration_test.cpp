@@ -43,8 +43,9 @@ class TemporalTest : public ::testing::Test {
     return o;
   }
   // Polls `query` until it returns `want` (or 15 s pass).
-  bool wait_for_query(const std::string& id, const std::string& query, const Json& want,
-                      const std::function<Json(const Json&)>& pick = [](const Json& j) { return j; }) {
+  bool wait_for_query(
+      const std::string& id, const std::string& query, const Json& want,
+      const std::function<Json(const Json&)>& pick = [](const Json& j) { return j; }) {
     for (int i = 0; i < 300; ++i) {
       auto r = client_->query_workflow(id, "", query);
       if (r.ok() && pick(*r) == want) return true;
@@ -53,8 +54,9 @@ class TemporalTest : public ::testing::Test {
     return false;
   }
   Json run_python(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {DevServer::python(),
-                                     std::string(CODEACT_SOURCE_DIR) + "/tests/temporal/py/client_scenarios.py"};
+    std::vector<std::string> argv = {
+        DevServer::python(),
+        std::string(CODEACT_SOURCE_DIR) + "/tests/temporal/py/client_scenarios.py"};
     argv.insert(argv.end(), args.begin(), args.end());
     auto r = core::run_process(argv, 120s);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
@@ -73,10 +75,12 @@ class TemporalTest : public ::testing::Test {
 TEST_F(TemporalTest, CppClientRunsActivityTimerSignalAndReadsResult) {
   start_worker();
   auto opts = start_options("scenario");
-  auto run = client_->start_workflow("Scenario", {Json{{"name", "Grace"}, {"sleep_ms", 200}}}, opts);
+  auto run =
+      client_->start_workflow("Scenario", {Json{{"name", "Grace"}, {"sleep_ms", 200}}}, opts);
   ASSERT_TRUE(run.ok()) << run.error().to_string();
   EXPECT_FALSE(run->run_id.empty());
-  ASSERT_TRUE(wait_for_query(opts.id, "state", "waiting", [](const Json& j) { return j["stage"]; }));
+  ASSERT_TRUE(
+      wait_for_query(opts.id, "state", "waiting", [](const Json& j) { return j["stage"]; }));
   auto d = client_->describe_workflow(opts.id);
   ASSERT_TRUE(d.ok()) << d.error().to_string();
   EXPECT_EQ(d->status, "Running");
@@ -92,8 +96,8 @@ TEST_F(TemporalTest, CppClientRunsActivityTimerSignalAndReadsResult) {
 
 TEST_F(TemporalTest, PythonClientStartsSignalsQueriesAndReadsCppWorkflow) {
   start_worker();
-  Json out = run_python({"scenario", "--address", DevServer::address(), "--task-queue", queue_, "--workflow-id",
-                         unique_name("py-scenario")});
+  Json out = run_python({"scenario", "--address", DevServer::address(), "--task-queue", queue_,
+                         "--workflow-id", unique_name("py-scenario")});
   ASSERT_TRUE(out.is_object()) << out;
   EXPECT_EQ(out["result"]["greeting"], "Hello, Ada!");
   EXPECT_EQ(out["result"]["signal"], (Json{{"by", "python"}, {"n", 42}}));
@@ -115,8 +119,8 @@ TEST_F(TemporalTest, ActivityFailingTwiceIsRetriedUntilItSucceeds) {
 TEST_F(TemporalTest, NonRetryableActivityErrorReachesPythonWithTypeAndMessage) {
   start_worker();
   reject_calls() = 0;
-  Json out = run_python({"reject", "--address", DevServer::address(), "--task-queue", queue_, "--workflow-id",
-                         unique_name("py-reject")});
+  Json out = run_python({"reject", "--address", DevServer::address(), "--task-queue", queue_,
+                         "--workflow-id", unique_name("py-reject")});
   EXPECT_EQ(out["error"], "ApplicationError") << out;
   EXPECT_EQ(out["type"], "BadInput");
   EXPECT_EQ(out["message"], "name must not be empty (got '')");
@@ -239,8 +243,8 @@ TEST_F(TemporalTest, ExampleHelloWorkerAnswersPythonClient) {
   po.pipe_stderr = false;
   auto worker = core::Subprocess::spawn(po);
   ASSERT_TRUE(worker.ok()) << worker.error().to_string();
-  Json out = run_python({"hello", "--address", DevServer::address(), "--task-queue", queue_, "--workflow-id",
-                         unique_name("hello")});
+  Json out = run_python({"hello", "--address", DevServer::address(), "--task-queue", queue_,
+                         "--workflow-id", unique_name("hello")});
   worker->kill(SIGTERM);
   auto code = worker->wait(15s);
   EXPECT_EQ(out["result"], "Hello, Python!") << out;
@@ -281,7 +285,8 @@ TEST_F(TemporalTest, ChangedWorkflowCodeIsReportedAsNondeterministic) {
   for (int i = 0; i < 300 && !ready; ++i) {
     auto h = client_->fetch_history(opts.id);
     ASSERT_TRUE(h.ok());
-    ready = h->to_json()["events"].size() >= 10;  // ... ActivityTaskCompleted, WFT sched/started/completed
+    ready = h->to_json()["events"].size() >=
+            10;  // ... ActivityTaskCompleted, WFT sched/started/completed
     if (!ready) std::this_thread::sleep_for(50ms);
   }
   ASSERT_TRUE(ready);
@@ -299,9 +304,12 @@ TEST_F(TemporalTest, ChangedWorkflowCodeIsReportedAsNondeterministic) {
   auto bad = changed.replay(*history);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code(), core::Code::kFailedPrecondition);
-  EXPECT_NE(bad.error().message().find("nondeterminism"), std::string::npos) << bad.error().message();
-  EXPECT_NE(bad.error().message().find("StartTimer(timer_id='1')"), std::string::npos) << bad.error().message();
-  EXPECT_NE(bad.error().message().find("ActivityTaskScheduled(activity_type='compose_greeting'"), std::string::npos)
+  EXPECT_NE(bad.error().message().find("nondeterminism"), std::string::npos)
+      << bad.error().message();
+  EXPECT_NE(bad.error().message().find("StartTimer(timer_id='1')"), std::string::npos)
+      << bad.error().message();
+  EXPECT_NE(bad.error().message().find("ActivityTaskScheduled(activity_type='compose_greeting'"),
+            std::string::npos)
       << bad.error().message();
 
   // A live worker with the changed code fails the workflow task as NON_DETERMINISTIC.
@@ -324,7 +332,8 @@ TEST_F(TemporalTest, ChangedWorkflowCodeIsReportedAsNondeterministic) {
   ASSERT_FALSE(failed_event.is_null()) << events.dump(1);
   const Json& attrs = failed_event["workflowTaskFailedEventAttributes"];
   EXPECT_EQ(attrs["cause"], "WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR");
-  EXPECT_NE(attrs["failure"]["message"].get<std::string>().find("StartTimer"), std::string::npos) << attrs;
+  EXPECT_NE(attrs["failure"]["message"].get<std::string>().find("StartTimer"), std::string::npos)
+      << attrs;
   (void)client_->terminate_workflow(opts.id);
 }
 

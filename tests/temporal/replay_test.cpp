@@ -27,7 +27,8 @@ std::string base64(const std::string& in) {
 }
 
 Json payloads(const Json& value) {
-  return {{"payloads", {{{"metadata", {{"encoding", base64("json/plain")}}}, {"data", base64(value.dump())}}}}};
+  return {{"payloads",
+           {{{"metadata", {{"encoding", base64("json/plain")}}}, {"data", base64(value.dump())}}}}};
 }
 
 // Builds a history event by event.
@@ -43,16 +44,22 @@ class HistoryBuilder {
   }
   HistoryBuilder& started(const std::string& type, const Json& input) {
     return add("WORKFLOW_EXECUTION_STARTED", "workflowExecutionStartedEventAttributes",
-               {{"workflowType", {{"name", type}}}, {"taskQueue", {{"name", "tq"}}}, {"input", payloads(input)},
-                {"firstExecutionRunId", "run-1"}, {"attempt", 1}});
+               {{"workflowType", {{"name", type}}},
+                {"taskQueue", {{"name", "tq"}}},
+                {"input", payloads(input)},
+                {"firstExecutionRunId", "run-1"},
+                {"attempt", 1}});
   }
   // Scheduled + Started + Completed workflow task.
   HistoryBuilder& workflow_task() {
     int64_t sched = id_ + 1;
-    add("WORKFLOW_TASK_SCHEDULED", "workflowTaskScheduledEventAttributes", {{"taskQueue", {{"name", "tq"}}}});
-    add("WORKFLOW_TASK_STARTED", "workflowTaskStartedEventAttributes", {{"scheduledEventId", std::to_string(sched)}});
+    add("WORKFLOW_TASK_SCHEDULED", "workflowTaskScheduledEventAttributes",
+        {{"taskQueue", {{"name", "tq"}}}});
+    add("WORKFLOW_TASK_STARTED", "workflowTaskStartedEventAttributes",
+        {{"scheduledEventId", std::to_string(sched)}});
     return add("WORKFLOW_TASK_COMPLETED", "workflowTaskCompletedEventAttributes",
-               {{"scheduledEventId", std::to_string(sched)}, {"startedEventId", std::to_string(sched + 1)}});
+               {{"scheduledEventId", std::to_string(sched)},
+                {"startedEventId", std::to_string(sched + 1)}});
   }
   int64_t activity_scheduled(const std::string& type, const std::string& id) {
     add("ACTIVITY_TASK_SCHEDULED", "activityTaskScheduledEventAttributes",
@@ -60,24 +67,29 @@ class HistoryBuilder {
     return id_;
   }
   HistoryBuilder& activity_completed(int64_t scheduled, const Json& result) {
-    add("ACTIVITY_TASK_STARTED", "activityTaskStartedEventAttributes", {{"scheduledEventId", std::to_string(scheduled)}});
+    add("ACTIVITY_TASK_STARTED", "activityTaskStartedEventAttributes",
+        {{"scheduledEventId", std::to_string(scheduled)}});
     return add("ACTIVITY_TASK_COMPLETED", "activityTaskCompletedEventAttributes",
-               {{"scheduledEventId", std::to_string(scheduled)}, {"startedEventId", std::to_string(id_)},
+               {{"scheduledEventId", std::to_string(scheduled)},
+                {"startedEventId", std::to_string(id_)},
                 {"result", payloads(result)}});
   }
   HistoryBuilder& timer_started(const std::string& id) {
-    return add("TIMER_STARTED", "timerStartedEventAttributes", {{"timerId", id}, {"startToFireTimeout", "1s"}});
+    return add("TIMER_STARTED", "timerStartedEventAttributes",
+               {{"timerId", id}, {"startToFireTimeout", "1s"}});
   }
   HistoryBuilder& timer_fired(const std::string& id, int64_t started) {
-    return add("TIMER_FIRED", "timerFiredEventAttributes", {{"timerId", id}, {"startedEventId", std::to_string(started)}});
+    return add("TIMER_FIRED", "timerFiredEventAttributes",
+               {{"timerId", id}, {"startedEventId", std::to_string(started)}});
   }
   HistoryBuilder& signaled(const std::string& name, const Json& input) {
     return add("WORKFLOW_EXECUTION_SIGNALED", "workflowExecutionSignaledEventAttributes",
                {{"signalName", name}, {"input", payloads(input)}});
   }
   HistoryBuilder& completed(const Json& result) {
-    return add("WORKFLOW_EXECUTION_COMPLETED", "workflowExecutionCompletedEventAttributes",
-               {{"result", payloads(result)}, {"workflowTaskCompletedEventId", std::to_string(id_)}});
+    return add(
+        "WORKFLOW_EXECUTION_COMPLETED", "workflowExecutionCompletedEventAttributes",
+        {{"result", payloads(result)}, {"workflowTaskCompletedEventId", std::to_string(id_)}});
   }
   int64_t last_id() const { return id_; }
   History build() const {
@@ -157,8 +169,12 @@ TEST(ReplayTest, ChangedActivityTypeIsNondeterministicAndNamed) {
   EXPECT_EQ(st.error().code(), core::Code::kFailedPrecondition);
   const auto& m = st.error().message();
   EXPECT_NE(m.find("nondeterminism"), std::string::npos) << m;
-  EXPECT_NE(m.find("ScheduleActivityTask(activity_type='compose_farewell', activity_id='1')"), std::string::npos) << m;
-  EXPECT_NE(m.find("event 5 ActivityTaskScheduled(activity_type='compose_greeting', activity_id='1')"), std::string::npos)
+  EXPECT_NE(m.find("ScheduleActivityTask(activity_type='compose_farewell', activity_id='1')"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(
+      m.find("event 5 ActivityTaskScheduled(activity_type='compose_greeting', activity_id='1')"),
+      std::string::npos)
       << m;
 }
 
@@ -170,16 +186,19 @@ TEST(ReplayTest, TimerInsteadOfActivityIsNondeterministic) {
   });
   auto st = r.replay(greet_history());
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message().find("StartTimer(timer_id='1')"), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("StartTimer(timer_id='1')"), std::string::npos)
+      << st.error().message();
 }
 
 TEST(ReplayTest, MissingCommandIsNondeterministic) {
   Replayer r;
-  r.register_workflow("Greet", [](WorkflowContext&, Args) -> Task<Json> { co_return "done at once"; });
+  r.register_workflow("Greet",
+                      [](WorkflowContext&, Args) -> Task<Json> { co_return "done at once"; });
   auto st = r.replay(greet_history());
   ASSERT_FALSE(st.ok());
   // The code completes the workflow where history scheduled an activity.
-  EXPECT_NE(st.error().message().find("CompleteWorkflowExecution"), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("CompleteWorkflowExecution"), std::string::npos)
+      << st.error().message();
 }
 
 TEST(ReplayTest, ExtraCommandIsNondeterministic) {
@@ -193,8 +212,10 @@ TEST(ReplayTest, ExtraCommandIsNondeterministic) {
   });
   auto st = r.replay(greet_history());
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message().find("activity_id='2'"), std::string::npos) << st.error().message();
-  EXPECT_NE(st.error().message().find("that history does not have"), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("activity_id='2'"), std::string::npos)
+      << st.error().message();
+  EXPECT_NE(st.error().message().find("that history does not have"), std::string::npos)
+      << st.error().message();
 }
 
 TEST(ReplayTest, SignalBeforeHandlerIsBufferedAndDelivered) {
@@ -217,8 +238,9 @@ TEST(ReplayTest, SignalBeforeHandlerIsBufferedAndDelivered) {
 TEST(ReplayTest, SideEffectReturnsRecordedValueWithoutRunning) {
   HistoryBuilder b;
   b.started("Side", nullptr).workflow_task();
-  b.add("MARKER_RECORDED", "markerRecordedEventAttributes",
-        {{"markerName", "SideEffect"}, {"details", {{"seq", payloads(1)}, {"data", payloads(42)}}}});
+  b.add(
+      "MARKER_RECORDED", "markerRecordedEventAttributes",
+      {{"markerName", "SideEffect"}, {"details", {{"seq", payloads(1)}, {"data", payloads(42)}}}});
   b.completed(42);
   static bool ran = false;
   static Json seen;
@@ -278,7 +300,8 @@ TEST(ReplayTest, WaitConditionSatisfiedCancelsItsTimer) {
   HistoryBuilder b;
   b.started("Wait", nullptr).workflow_task().timer_started("1");
   b.signaled("go", nullptr).workflow_task();
-  b.add("TIMER_CANCELED", "timerCanceledEventAttributes", {{"timerId", "1"}, {"startedEventId", "5"}});
+  b.add("TIMER_CANCELED", "timerCanceledEventAttributes",
+        {{"timerId", "1"}, {"startedEventId", "5"}});
   b.completed(true);
   Replayer r;
   r.register_workflow("Wait", wait_with_timeout);
@@ -294,7 +317,8 @@ TEST(ReplayTest, WaitConditionSatisfiedCancelsItsTimer) {
   });
   auto bad = old.replay(b.build());
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message().find("TimerStarted(timer_id='1')"), std::string::npos) << bad.error().message();
+  EXPECT_NE(bad.error().message().find("TimerStarted(timer_id='1')"), std::string::npos)
+      << bad.error().message();
 }
 
 TEST(ReplayTest, UnknownWorkflowTypeIsNotFound) {

@@ -32,18 +32,21 @@ inline Task<Json> scenario_workflow(WorkflowContext& ctx, Args args) {
     signal_value = a.empty() ? Json(nullptr) : a[0];
     signalled = true;
   });
-  auto greeting = co_await ctx.execute_activity("compose_greeting", input.value("name", "nobody"), quick_activity());
+  auto greeting = co_await ctx.execute_activity("compose_greeting", input.value("name", "nobody"),
+                                                quick_activity());
   stage = "sleeping";
   co_await ctx.sleep(std::chrono::milliseconds(input.value("sleep_ms", 200)));
   stage = "waiting";
   co_await ctx.wait_condition([&] { return signalled; });
   stage = "done";
-  co_return Json{{"greeting", std::move(greeting).value_or_throw()}, {"signal", signal_value},
+  co_return Json{{"greeting", std::move(greeting).value_or_throw()},
+                 {"signal", signal_value},
                  {"uuid_len", ctx.uuid().size()}};
 }
 
 inline core::Result<Json> compose_greeting(ActivityContext&, const Args& args) {
-  if (args.empty() || !args[0].is_string()) return core::invalid_argument("compose_greeting: expected a name");
+  if (args.empty() || !args[0].is_string())
+    return core::invalid_argument("compose_greeting: expected a name");
   return Json("Hello, " + args[0].get<std::string>() + "!");
 }
 
@@ -51,9 +54,11 @@ inline core::Result<Json> compose_greeting(ActivityContext&, const Args& args) {
 inline core::Result<Json> flaky_activity(ActivityContext& ctx, const Args&) {
   ctx.heartbeat({Json{{"attempt", ctx.info().attempt}}});
   if (ctx.info().attempt < 3)
-    return core::unavailable("flaky: attempt " + std::to_string(ctx.info().attempt) + " fails on purpose");
+    return core::unavailable("flaky: attempt " + std::to_string(ctx.info().attempt) +
+                             " fails on purpose");
   return Json{{"attempts", ctx.info().attempt},
-              {"previous_heartbeat", ctx.heartbeat_details().empty() ? Json(nullptr) : ctx.heartbeat_details()[0]}};
+              {"previous_heartbeat",
+               ctx.heartbeat_details().empty() ? Json(nullptr) : ctx.heartbeat_details()[0]}};
 }
 
 inline Task<Json> flaky_workflow(WorkflowContext& ctx, Args) {
@@ -68,7 +73,8 @@ inline std::atomic<int>& reject_calls() {
 
 inline core::Result<Json> reject_activity(ActivityContext&, const Args& args) {
   ++reject_calls();
-  throw ApplicationError("BadInput", "name must not be empty (got '" + args.at(0).get<std::string>() + "')", true);
+  throw ApplicationError(
+      "BadInput", "name must not be empty (got '" + args.at(0).get<std::string>() + "')", true);
 }
 
 inline Task<Json> reject_workflow(WorkflowContext& ctx, Args args) {
@@ -138,7 +144,8 @@ inline Task<Json> cancel_activity_workflow(WorkflowContext& ctx, Args) {
   act.cancel();
   ActivityResult r = co_await act;
   if (r.ok()) co_return Json{{"cancelled", false}, {"value", r.value()}};
-  co_return Json{{"cancelled", r.failure().kind == FailureKind::kCanceled}, {"message", r.failure().message}};
+  co_return Json{{"cancelled", r.failure().kind == FailureKind::kCanceled},
+                 {"message", r.failure().message}};
 }
 
 inline void register_test_workflows(Worker& w) {

@@ -23,22 +23,28 @@ class ServiceConnection;
 
 struct ClientOptions {
   std::string address = "127.0.0.1:7233";  // host:port
-  std::string ns = "default";               // the Temporal namespace
+  std::string ns = "default";              // the Temporal namespace
   bool tls = false;
-  std::string tls_root_certs_pem;           // "" = system roots (with tls)
-  std::string tls_server_name;              // "" = host of `address`
-  std::string api_key;                      // "" = none
-  std::string identity;                     // "" = "<pid>@<hostname>"
+  std::string tls_root_certs_pem;  // "" = system roots (with tls)
+  std::string tls_server_name;     // "" = host of `address`
+  std::string api_key;             // "" = none
+  std::string identity;            // "" = "<pid>@<hostname>"
   // Deadline of ordinary (non long-poll) calls.
   std::chrono::milliseconds rpc_timeout{std::chrono::seconds(10)};
 };
 
-enum class IdReusePolicy { kUnspecified, kAllowDuplicate, kAllowDuplicateFailedOnly, kRejectDuplicate, kTerminateIfRunning };
+enum class IdReusePolicy {
+  kUnspecified,
+  kAllowDuplicate,
+  kAllowDuplicateFailedOnly,
+  kRejectDuplicate,
+  kTerminateIfRunning
+};
 enum class IdConflictPolicy { kUnspecified, kFail, kUseExisting, kTerminateExisting };
 
 struct StartWorkflowOptions {
-  std::string id;                  // REQUIRES: non-empty
-  std::string task_queue;          // REQUIRES: non-empty
+  std::string id;          // REQUIRES: non-empty
+  std::string task_queue;  // REQUIRES: non-empty
   IdReusePolicy id_reuse_policy = IdReusePolicy::kUnspecified;
   IdConflictPolicy id_conflict_policy = IdConflictPolicy::kUnspecified;
   std::chrono::milliseconds execution_timeout{0};  // 0 = unlimited
@@ -57,7 +63,8 @@ struct WorkflowDescription {
   std::string run_id;
   std::string workflow_type;
   std::string task_queue;
-  std::string status;  // "Running", "Completed", "Failed", "Canceled", "Terminated", "ContinuedAsNew", "TimedOut"
+  std::string status;  // "Running", "Completed", "Failed", "Canceled", "Terminated",
+                       // "ContinuedAsNew", "TimedOut"
   int64_t history_length = 0;
   int pending_activities = 0;
 };
@@ -77,8 +84,8 @@ class Client {
  public:
   // Creates the channel; with `wait_ready` (> 0) waits that long for the server to answer.
   // Unavailable if it does not.
-  static core::Result<Client> connect(ClientOptions options,
-                                      std::chrono::milliseconds wait_ready = std::chrono::seconds(5));
+  static core::Result<Client> connect(
+      ClientOptions options, std::chrono::milliseconds wait_ready = std::chrono::seconds(5));
 
   const ClientOptions& options() const;
 
@@ -89,7 +96,8 @@ class Client {
                                const std::string& signal, const Args& args = {});
   core::Result<WorkflowRun> signal_with_start(const std::string& workflow_type, const Args& args,
                                               const StartWorkflowOptions& options,
-                                              const std::string& signal, const Args& signal_args = {});
+                                              const std::string& signal,
+                                              const Args& signal_args = {});
   // Runs a query handler. FailedPrecondition when the workflow rejects or fails the query.
   core::Result<Json> query_workflow(const std::string& workflow_id, const std::string& run_id,
                                     const std::string& query, const Args& args = {});
@@ -106,7 +114,8 @@ class Client {
   Outcome<Json> get_result(const std::string& workflow_id, const std::string& run_id = "",
                            std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
                            bool follow_runs = true);
-  core::Result<History> fetch_history(const std::string& workflow_id, const std::string& run_id = "");
+  core::Result<History> fetch_history(const std::string& workflow_id,
+                                      const std::string& run_id = "");
 
   // For Worker: the shared connection.
   std::shared_ptr<internal::ServiceConnection> connection() const { return conn_; }

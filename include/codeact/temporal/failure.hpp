@@ -36,12 +36,12 @@ std::string_view failure_kind_name(FailureKind kind);
 struct Failure {
   FailureKind kind = FailureKind::kApplication;
   std::string message;
-  std::string type;             // ApplicationFailure type, e.g. "ValueError", "InvalidArgument"
+  std::string type;  // ApplicationFailure type, e.g. "ValueError", "InvalidArgument"
   bool non_retryable = false;
   Json details = Json::array();  // decoded detail payloads (an array)
   std::string stack_trace;
-  std::string timeout_type;     // for kTimeout: "StartToClose", "ScheduleToClose", "Heartbeat", ...
-  std::string activity_type;    // set when the failure came from an activity
+  std::string timeout_type;   // for kTimeout: "StartToClose", "ScheduleToClose", "Heartbeat", ...
+  std::string activity_type;  // set when the failure came from an activity
   std::string activity_id;
   core::Code code = core::Code::kUnknown;  // for kRpc; for kApplication from code_from_name(type)
   std::shared_ptr<Failure> cause;
@@ -81,7 +81,7 @@ class ApplicationError : public std::runtime_error {
 template <typename T>
 class Outcome {
  public:
-  Outcome(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
+  Outcome(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
   Outcome(Failure failure) : v_(std::move(failure)) {}  // NOLINT
 
   bool ok() const { return v_.index() == 0; }

@@ -41,10 +41,14 @@ class [[nodiscard]] Task {
  public:
   struct promise_type : internal::PromiseBase {
     std::optional<T> value;
-    Task get_return_object() { return Task(std::coroutine_handle<promise_type>::from_promise(*this)); }
+    Task get_return_object() {
+      return Task(std::coroutine_handle<promise_type>::from_promise(*this));
+    }
     internal::FinalAwaiter<promise_type> final_suspend() noexcept { return {}; }
     template <typename U>
-    void return_value(U&& v) { value.emplace(std::forward<U>(v)); }
+    void return_value(U&& v) {
+      value.emplace(std::forward<U>(v));
+    }
   };
 
   Task(Task&& other) noexcept : h_(std::exchange(other.h_, {})) {}
@@ -83,7 +87,9 @@ template <>
 class [[nodiscard]] Task<void> {
  public:
   struct promise_type : internal::PromiseBase {
-    Task get_return_object() { return Task(std::coroutine_handle<promise_type>::from_promise(*this)); }
+    Task get_return_object() {
+      return Task(std::coroutine_handle<promise_type>::from_promise(*this));
+    }
     internal::FinalAwaiter<promise_type> final_suspend() noexcept { return {}; }
     void return_void() {}
   };

@@ -23,14 +23,14 @@
 namespace codeact::temporal {
 
 struct WorkerOptions {
-  std::string task_queue;               // REQUIRED
-  int workflow_task_pollers = 2;        // also the number of workflow tasks processed at once
+  std::string task_queue;         // REQUIRED
+  int workflow_task_pollers = 2;  // also the number of workflow tasks processed at once
   int activity_task_pollers = 2;
   int max_concurrent_activities = 16;
   // Runs kept in memory between workflow tasks (served through a sticky queue, so the server
   // sends only new events). 0 = none: every task replays the run's full history.
   int max_cached_workflows = 500;
-  std::string identity;                 // "" = the client's identity
+  std::string identity;  // "" = the client's identity
 };
 
 class Worker {

@@ -86,7 +86,8 @@ struct Pending {
 // A scheduled activity. co_await it (once) for its result.
 class ActivityAwaitable {
  public:
-  ActivityAwaitable(std::shared_ptr<internal::Pending> p, internal::WorkflowState* state, std::string activity_id)
+  ActivityAwaitable(std::shared_ptr<internal::Pending> p, internal::WorkflowState* state,
+                    std::string activity_id)
       : p_(std::move(p)), state_(state), activity_id_(std::move(activity_id)) {}
   bool await_ready() const noexcept { return p_->resolved; }
   void await_suspend(std::coroutine_handle<> h) noexcept { p_->waiter = h; }
@@ -135,9 +136,11 @@ class WorkflowContext {
   // Schedules the activity now; co_await the result (several may run in parallel).
   // Note: g++ 12 rejects braced lists inside a co_await expression ("array used as
   // initializer"); build an Args first, or pass one Json value to the second overload.
-  ActivityAwaitable execute_activity(const std::string& name, Args args, const ActivityOptions& options);
+  ActivityAwaitable execute_activity(const std::string& name, Args args,
+                                     const ActivityOptions& options);
   // One argument (one payload).
-  ActivityAwaitable execute_activity(const std::string& name, const Json& arg, const ActivityOptions& options) {
+  ActivityAwaitable execute_activity(const std::string& name, const Json& arg,
+                                     const ActivityOptions& options) {
     return execute_activity(name, Args(1, arg), options);
   }
   // A durable timer. REQUIRES: duration > 0.
@@ -183,7 +186,9 @@ inline ConditionAwaitable wait_condition(std::function<bool()> pred) {
 inline std::chrono::system_clock::time_point now() { return WorkflowContext::current().now(); }
 inline uint64_t random() { return WorkflowContext::current().random(); }
 inline std::string uuid() { return WorkflowContext::current().uuid(); }
-inline TimerAwaitable sleep(std::chrono::milliseconds d) { return WorkflowContext::current().sleep(d); }
+inline TimerAwaitable sleep(std::chrono::milliseconds d) {
+  return WorkflowContext::current().sleep(d);
+}
 }  // namespace workflow
 
 }  // namespace codeact::temporal
