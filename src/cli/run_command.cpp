@@ -65,7 +65,8 @@ class LiveView {
   void show(const agent::ModelStreamEvent&) {}
   void show(const agent::ModelResponseEvent& e) {
     std::string text = e.response.text();
-    if (!text.empty()) out_ << indent(text, "  │ ");
+    // Text next to tool calls is the model thinking aloud; a final text is shown as the answer.
+    if (!text.empty() && !e.response.tool_calls().empty()) out_ << indent(text, "  │ ");
     if (e.response.usage.total_tokens() > 0) {
       out_ << fmt::format("  ({} tokens in, {} out)\n", e.response.usage.input_tokens,
                           e.response.usage.output_tokens);
