@@ -58,7 +58,7 @@ def get_current_time(timezone: str | None = None) -> Any:
     """Get the current time in a specific timezone."""
 ```
 
-Use execute_python to run code. Install missing packages with install_packages instead of
+Use execute_python to run code. Install missing packages with install_additional_packages instead of
 pip inside your code. Reply with a short summary when the task is done.)");
   auto system = book->render_system_prompt("simple_agent", seed_variables().to_json());
   ASSERT_TRUE(system.ok());
@@ -78,7 +78,7 @@ and files between calls.
 
 The sandbox has no variables yet.
 
-Use execute_python to run code. Install missing packages with install_packages instead of
+Use execute_python to run code. Install missing packages with install_additional_packages instead of
 pip inside your code. Reply with a short summary when the task is done.)");
 }
 
