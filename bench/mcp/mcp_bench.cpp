@@ -18,28 +18,17 @@
 #include <vector>
 
 #include "codeact/codeact/toolset.hpp"
+#include "../bench_stats.hpp"
 #include "codeact/core/json.hpp"
 #include "codeact/sandbox/image_builder.hpp"
 
 using namespace codeact;
+using bench::Stats;
+using bench::stats;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Stats {
-  double p50 = 0, p90 = 0, mean = 0;
-};
-
-Stats stats(std::vector<double> v) {
-  Stats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.p50 = v[v.size() / 2];
-  s.p90 = v[std::min(v.size() - 1, v.size() * 9 / 10)];
-  for (double x : v) s.mean += x;
-  s.mean /= static_cast<double>(v.size());
-  return s;
-}
 
 [[noreturn]] void die(const std::string& what) {
   std::cerr << "mcp_bench: " << what << "\n";

@@ -18,40 +18,21 @@
 #include <thread>
 #include <vector>
 
+#include "../bench_stats.hpp"
 #include "codeact/core/json.hpp"
 #include "codeact/core/subprocess.hpp"
 #include "codeact/sandbox/image_builder.hpp"
 #include "codeact/sandbox/sandbox_manager.hpp"
 
 using namespace codeact;
+using bench::Stats;
+using bench::stats;
+using bench::time_ms;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Stats {
-  double p50 = 0, p90 = 0, mean = 0;
-};
 
-Stats stats(std::vector<double> v) {
-  Stats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.p50 = v[v.size() / 2];
-  s.p90 = v[std::min(v.size() - 1, v.size() * 9 / 10)];
-  for (double x : v) s.mean += x;
-  s.mean /= static_cast<double>(v.size());
-  return s;
-}
-
-std::vector<double> time_ms(int n, const std::function<void()>& f) {
-  std::vector<double> out;
-  for (int i = 0; i < n; ++i) {
-    auto t0 = Clock::now();
-    f();
-    out.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  return out;
-}
 
 void die(const core::Error& e) {
   std::cerr << "sandbox_bench: " << e.to_string() << "\n";
