@@ -159,10 +159,7 @@ struct Call {
 Call prepare(const ProviderOptions& options, const ModelSettings& settings, std::string body,
              const core::CancelToken* cancel) {
   Call call;
-  call.context.what = options.provider_name + " model \"" + options.model_name + "\"";
-  call.context.secret = options.api_key;
-  call.context.retry = options.retry;
-  call.context.cancel = cancel;
+  call.context = internal::send_context(options, cancel);
   ModelSettings merged = options.default_settings.merged(settings);
   auto timeout = internal::request_timeout(merged, options.request_timeout);
   std::string base = options.base_url;
@@ -192,12 +189,7 @@ core::Error error_from_event(const Json& j, const std::string& what) {
 
 void finish_metadata(ModelResponse& response, const ProviderOptions& options,
                      const std::string& raw_reason) {
-  if (response.model_name.empty()) response.model_name = options.model_name;
-  response.usage.requests = 1;
-  response.timestamp = now_timestamp();
-  response.provider_name = options.provider_name;
-  response.finish_reason = map_stop_reason(raw_reason);
-  if (!raw_reason.empty()) response.provider_details = Json{{"finish_reason", raw_reason}};
+  internal::finish_metadata(response, options, map_stop_reason(raw_reason), raw_reason);
 }
 
 }  // namespace

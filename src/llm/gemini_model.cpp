@@ -168,10 +168,7 @@ struct Call {
 Call prepare(const ProviderOptions& options, const ModelSettings& settings, std::string body,
              bool stream, const core::CancelToken* cancel) {
   Call call;
-  call.context.what = options.provider_name + " model \"" + options.model_name + "\"";
-  call.context.secret = options.api_key;
-  call.context.retry = options.retry;
-  call.context.cancel = cancel;
+  call.context = internal::send_context(options, cancel);
   ModelSettings merged = options.default_settings.merged(settings);
   auto timeout = internal::request_timeout(merged, options.request_timeout);
   std::string url = api_base(options.base_url) + "/models/" + core::url_encode(options.model_name) +
@@ -234,12 +231,7 @@ const Json* first_candidate_parts(const Json& j) {
 
 void finish_metadata(ModelResponse& response, const ProviderOptions& options,
                      const std::string& raw_reason) {
-  if (response.model_name.empty()) response.model_name = options.model_name;
-  response.usage.requests = 1;
-  response.timestamp = now_timestamp();
-  response.provider_name = options.provider_name;
-  response.finish_reason = map_finish_reason(raw_reason);
-  if (!raw_reason.empty()) response.provider_details = Json{{"finish_reason", raw_reason}};
+  internal::finish_metadata(response, options, map_finish_reason(raw_reason), raw_reason);
 }
 
 }  // namespace

@@ -179,10 +179,7 @@ struct Call {
 Call prepare(const OpenAIOptions& options, const ModelSettings& settings, std::string body,
              const core::CancelToken* cancel) {
   Call call;
-  call.context.what = options.provider_name + " model \"" + options.model_name + "\"";
-  call.context.secret = options.api_key;
-  call.context.retry = options.retry;
-  call.context.cancel = cancel;
+  call.context = internal::send_context(options, cancel);
   ModelSettings merged = options.default_settings.merged(settings);
   auto timeout = internal::request_timeout(merged, options.request_timeout);
   call.make = [&options, merged, timeout, body = std::move(body)]() {
@@ -392,12 +389,7 @@ Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage
                              ": the response stream ended before the response was complete "
                              "(no finish_reason and no [DONE]); the connection was probably cut");
   }
-  if (response.model_name.empty()) response.model_name = options_.model_name;
-  response.usage.requests = 1;
-  response.timestamp = now_timestamp();
-  response.provider_name = options_.provider_name;
-  response.finish_reason = map_finish_reason(raw_reason);
-  if (!raw_reason.empty()) response.provider_details = Json{{"finish_reason", raw_reason}};
+  internal::finish_metadata(response, options_, map_finish_reason(raw_reason), raw_reason);
   assembler->finish(response);  // the response is complete even if the consumer stops now
   return response;
 }

@@ -434,4 +434,23 @@ void StreamAssembler::finish(ModelResponse& response) {
   emit(FinalResponseEvent{response});
 }
 
+SendContext send_context(const ProviderOptions& options, const core::CancelToken* cancel) {
+  SendContext context;
+  context.what = options.provider_name + " model \"" + options.model_name + "\"";
+  context.secret = options.api_key;
+  context.retry = options.retry;
+  context.cancel = cancel;
+  return context;
+}
+
+void finish_metadata(ModelResponse& response, const ProviderOptions& options,
+                     std::string finish_reason, const std::string& raw_reason) {
+  if (response.model_name.empty()) response.model_name = options.model_name;
+  response.usage.requests = 1;
+  response.timestamp = now_timestamp();
+  response.provider_name = options.provider_name;
+  response.finish_reason = std::move(finish_reason);
+  if (!raw_reason.empty()) response.provider_details = Json{{"finish_reason", raw_reason}};
+}
+
 }  // namespace codeact::llm::internal

@@ -43,6 +43,15 @@ struct SendContext {
   std::function<bool()> may_retry;
 };
 
+// The context every provider request starts from: "<provider> model \"<name>\"" as the error
+// prefix, the API key to redact, the retry policy.
+SendContext send_context(const ProviderOptions& options, const core::CancelToken* cancel);
+
+// Fills what every provider's response carries: model name (if the body had none), one request,
+// timestamp, provider name, the mapped finish reason and the raw one in provider_details.
+void finish_metadata(ModelResponse& response, const ProviderOptions& options,
+                     std::string finish_reason, const std::string& raw_reason);
+
 // Sends the request returned by make_request() (called again for each attempt, so a stream's
 // state can be reset) until it gets a 2xx response, a non-retryable outcome, or the retry policy
 // is exhausted. A non-2xx response becomes an Error (code from the status, message from the
