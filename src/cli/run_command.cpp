@@ -1,14 +1,22 @@
 // `codeact run "TASK"`: a CodeAct agent solves a task in a fresh (or resumed) sandbox, shown live.
 //
-// Only direct mode exists in this build (the agent loop runs in this process); durable mode —
-// the loop as a Temporal workflow — needs the worker, which is not built yet, and says so.
+// Durable by default: the run is a CodeActTaskWorkflow on Temporal (the embedded dev server unless
+// --temporal / temporal.url say otherwise), executed by a worker hosted in this process (or, with
+// --no-worker, by `codeact worker` processes). The live view follows the workflow's "progress"
+// query, so it looks the same whichever worker runs it. If this process dies, the workflow does
+// not: `codeact run --workflow-id ID ...` attaches to it again (or any worker finishes it).
+// --no-durable runs the same agent loop in this process.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <csignal>
+#include <thread>
 #include <iostream>
 #include <sstream>
 
 #include "cli_context.hpp"
+#include "durable_support.hpp"
+#include "live_view.hpp"
 #include "codeact/codeact/codeact_agent.hpp"
 #include "codeact/core/cancel.hpp"
 #include "codeact/core/json.hpp"
@@ -38,76 +46,99 @@ struct RunFlags {
   bool remove_volume = false;
   int64_t max_requests = 50;
   double cell_timeout = 120;
+  DurableFlags durable;
 };
 
-std::string indent(const std::string& text, const std::string& prefix = "    ") {
-  std::string out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out += prefix + line + "\n";
-  return out;
+
+void print_answer(const std::string& sandbox_id, const std::vector<std::string>& files, const std::string& message) {
+  if (!files.empty()) {
+    std::cout << "── files produced (in volume " << sandbox::SandboxManager::volume_name(sandbox_id) << ")\n";
+    for (const auto& p : files) std::cout << "  " << p << "\n";
+  }
+  std::cout << "── answer\n" << message;
+  if (message.empty() || message.back() != '\n') std::cout << "\n";
 }
 
-// Prints the run as it happens: model steps, cells with their output, retries.
-class LiveView {
- public:
-  LiveView(std::ostream& out, std::string model) : out_(out), model_(std::move(model)) {}
+int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const std::string& model_name) {
+  auto policies = activity_policies(builder);
+  if (!policies.ok()) return report(policies.error());
+  auto session = open_session(f.durable, builder, !f.durable.no_worker);
+  if (!session.ok()) return report(session.error());
+  temporal::Client& client = *(*session)->client;
 
-  void operator()(const agent::AgentEvent& event) {
-    std::visit([this](const auto& e) { show(e); }, event);
-    out_.flush();
+  durable::TaskInput in;
+  in.task = f.task;
+  in.agent = f.agent;
+  in.model = model_name;
+  in.python_packages = f.packages;
+  in.system_packages = f.system_packages;
+  in.network = f.network;
+  in.keep_sandbox = f.keep_sandbox;
+  in.remove_volume = f.remove_volume;
+  agent::UsageLimits limits;
+  limits.request_limit = f.max_requests;
+  in.usage_limits = limits;
+  in.tools.default_timeout_seconds = f.cell_timeout;
+  in.activities = *policies;
+
+  const std::string queue = task_queue_of(f.durable);
+  const std::string workflow_id = f.workflow_id.empty() ? "run-" + random_hex() : f.workflow_id;
+  temporal::StartWorkflowOptions so;
+  so.id = workflow_id;
+  so.task_queue = queue;
+  so.id_reuse_policy = temporal::IdReusePolicy::kAllowDuplicate;
+  so.id_conflict_policy = temporal::IdConflictPolicy::kUseExisting;
+  auto started = client.start_workflow(durable::kTaskWorkflow, temporal::Args{in.to_json()}, so);
+  if (!started.ok()) return report(started.error().with_context("starting workflow \"" + workflow_id + "\""));
+  if (started->started) {
+    std::cerr << "[codeact] workflow " << workflow_id << " started on task queue " << queue << " at "
+              << (*session)->endpoint.address
+              << ((*session)->worker ? " (worker in this process)" : " (waiting for a `codeact worker`)") << "\n";
+  } else {
+    std::cerr << "[codeact] workflow " << workflow_id
+              << " is already running: following it (it keeps the task it was started with)\n";
   }
 
- private:
-  void show(const agent::ModelRequestStartEvent& e) {
-    out_ << fmt::format("── step {} · {}\n", e.run_step, model_);
-  }
-  void show(const agent::ModelStreamEvent&) {}
-  void show(const agent::ModelResponseEvent& e) {
-    std::string text = e.response.text();
-    // Text next to tool calls is the model thinking aloud; a final text is shown as the answer.
-    if (!text.empty() && !e.response.tool_calls().empty()) out_ << indent(text, "  │ ");
-    if (e.response.usage.total_tokens() > 0) {
-      out_ << fmt::format("  ({} tokens in, {} out)\n", e.response.usage.input_tokens,
-                          e.response.usage.output_tokens);
+  std::ostream& live = f.json ? std::cerr : std::cout;
+  LiveView view(live, model_name);
+  ProgressFollower follower(client, workflow_id, view);
+  std::atomic<bool> done{false};
+  std::optional<temporal::Outcome<core::Json>> result;
+  std::thread waiter([&] {
+    result.emplace(client.get_result(workflow_id, started->run_id));
+    done.store(true);
+  });
+  install_interrupt_handler();
+  bool cancel_sent = false;
+  while (!done.load()) {
+    if (interrupted() && !cancel_sent) {
+      cancel_sent = true;
+      std::cerr << "\n[codeact] cancelling the run (the sandbox is cleaned up; Ctrl-C again to leave it "
+                   "running in the background)\n";
+      auto s = client.cancel_workflow(workflow_id, started->run_id, "interrupted from the command line");
+      if (!s.ok()) std::cerr << "[codeact] could not cancel: " << s.error().message() << "\n";
     }
+    follower.poll();
+    for (int i = 0; i < 5 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  void show(const agent::ToolCallEvent& e) {
-    const auto& p = e.part;
-    if (p.tool_name == "execute_python" && p.args.is_object() && p.args.contains("code") &&
-        p.args["code"].is_string()) {
-      out_ << "  ▶ execute_python\n" << indent(p.args["code"].get<std::string>(), "    >>> ");
-    } else if (p.tool_name == "execute_bash" && p.args.is_object() && p.args.contains("script") &&
-               p.args["script"].is_string()) {
-      out_ << "  ▶ execute_bash\n" << indent(p.args["script"].get<std::string>(), "    $ ");
-    } else {
-      out_ << fmt::format("  ▶ {} {}\n", p.tool_name,
-                          p.args_valid() ? core::dump_json(p.args) : p.args_raw);
-    }
-  }
-  void show(const agent::ToolResultEvent& e) {
-    if (const auto* ret = std::get_if<llm::ToolReturnPart>(&e.result)) {
-      out_ << indent(ret->content_text(), "    ");
-    } else {
-      const auto& retry = std::get<llm::RetryPromptPart>(e.result);
-      out_ << indent(retry.content, "    ↻ sent back to the model: ");
-    }
-  }
-  void show(const agent::FinalResultEvent&) {}
+  waiter.join();
+  follower.poll();  // the last events
+  restore_interrupt_handler();
 
-  std::ostream& out_;
-  std::string model_;
-};
+  if (!result->ok()) return report_failure(result->failure());
+  auto out = durable::TaskOutput::from_json(result->value());
+  if (!out.ok()) return report(out.error());
+  if (f.json) {
+    core::Json j = out->to_json();
+    j["durable"] = true;
+    std::cout << core::dump_json(j, 2) << "\n";
+    return kExitOk;
+  }
+  print_answer(out->sandbox_id, out->files, out->output);
+  return kExitOk;
+}
 
 int run(const RunFlags& f) {
-  if (!f.no_durable) {
-    std::cerr << "codeact: durable mode needs the Temporal worker, which is not available in this "
-                 "build yet.\n"
-                 "         Pass --no-durable to run the agent directly in this process (the run "
-                 "then does not\n"
-                 "         survive a crash of this process; the sandbox's state still does).\n";
-    return kExitUsage;
-  }
   auto builder = codeact::AgentBuilder::load(f.prompts, f.config);
   if (!builder.ok()) return report(builder.error());
   builder->model = f.model;
@@ -126,6 +157,10 @@ int run(const RunFlags& f) {
     int code = report(model.error());
     return model.error().code() == core::Code::kFailedPrecondition ? kExitUsage : code;
   }
+
+  // The model was resolved above; give the builder the same name so the run uses it.
+  builder->model = *model_name;
+  if (!f.no_durable) return run_durable(f, *builder, *model_name);
 
   auto manager = make_manager();
   if (!manager.ok()) return report(manager.error());
@@ -152,8 +187,6 @@ int run(const RunFlags& f) {
   sa.sa_flags = SA_RESETHAND;  // a second Ctrl-C ends the process at once
   sigaction(SIGINT, &sa, nullptr);
 
-  // The model was resolved above; give the builder the same name so the run uses it.
-  builder->model = *model_name;
   auto result = (*agent)->run_direct(f.task, *builder, *manager, std::move(options));
   signal(SIGINT, SIG_DFL);
   if (!result.ok()) return report(result.error());
@@ -169,13 +202,7 @@ int run(const RunFlags& f) {
     std::cout << core::dump_json(j, 2) << "\n";
     return kExitOk;
   }
-  if (!out.file_paths.empty()) {
-    std::cout << "── files produced (in volume "
-              << sandbox::SandboxManager::volume_name(out.container_id) << ")\n";
-    for (const auto& p : out.file_paths) std::cout << "  " << p << "\n";
-  }
-  std::cout << "── answer\n" << out.message;
-  if (out.message.empty() || out.message.back() != '\n') std::cout << "\n";
+  print_answer(out.container_id, out.file_paths, out.message);
   return kExitOk;
 }
 
@@ -206,7 +233,9 @@ void add_run_command(CLI::App& app, ExitCode& exit) {
                   "Run id; also the sandbox id (an existing sandbox is resumed with its state). "
                   "Default: generated");
   cmd->add_flag("--no-durable", f->no_durable,
-                "Run the agent loop in this process (the only mode in this build)");
+                "Run the agent loop in this process instead of as a Temporal workflow (no crash "
+                "recovery of the run; the sandbox's state still survives)");
+  add_durable_flags(cmd, f->durable, true);
   cmd->add_option("--config", f->config, "app_conf.yml to use");
   cmd->add_option("--prompts", f->prompts, "agent_prompts.yml to use");
   cmd->add_flag("--json", f->json,

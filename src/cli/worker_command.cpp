@@ -1,0 +1,193 @@
+// `codeact worker` (the seed's CodeActWorkerRunner) and `codeact chat`.
+//
+// worker: hosts the durable agent's workflows and activities on a task queue until Ctrl-C or
+//   SIGTERM, then stops polling and lets running activities finish (up to 30 s). Models, API
+//   keys, MCP servers and prompts come from this process's config and environment.
+// chat: an interactive CodeActChatWorkflow. Each line read is sent with the send_user_task
+//   signal; the agent's steps are shown live and its answer printed; EOF or /exit sends stop_chat.
+//   --workflow-id resumes a chat that is still running.
+#include <signal.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli_context.hpp"
+#include "codeact/core/json.hpp"
+#include "durable_support.hpp"
+
+namespace codeact::cli {
+namespace {
+
+using core::Json;
+
+struct WorkerFlags {
+  DurableFlags durable;
+  std::string config;
+  std::string prompts;
+  std::string model;
+};
+
+int run_worker(const WorkerFlags& f) {
+  auto builder = codeact::AgentBuilder::load(f.prompts, f.config);
+  if (!builder.ok()) return report(builder.error());
+  builder->model = f.model;
+  // Block the stop signals in every thread; the main thread waits for them below.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  auto session = open_session(f.durable, *builder, true);
+  if (!session.ok()) return report(session.error());
+  auto model = codeact::resolve_model_name(*builder);
+  std::cerr << fmt::format(
+      "[codeact] worker polling task queue {} at {} — workflows {}, {}, {}; default model {}\n"
+      "[codeact] Ctrl-C or SIGTERM stops it (running activities get 30 s to finish)\n",
+      task_queue_of(f.durable), (*session)->endpoint.address, durable::kTaskWorkflow, durable::kChatWorkflow,
+      durable::kSimpleAgentWorkflow, model.ok() ? *model : "(none: " + model.error().message() + ")");
+  int sig = 0;
+  sigwait(&stop, &sig);
+  std::cerr << "[codeact] " << (sig == SIGINT ? "interrupted" : "terminated") << ": stopping the worker\n";
+  (*session)->worker->shutdown(std::chrono::seconds(30));
+  return kExitOk;
+}
+
+struct ChatFlags {
+  DurableFlags durable;
+  std::string workflow_id;
+  std::string model;
+  std::string agent = "simple_agent";
+  std::vector<std::string> packages;
+  bool network = false;
+  std::string config;
+  std::string prompts;
+  double idle_timeout = 3600;
+};
+
+size_t turn_count(temporal::Client& client, const std::string& id) {
+  auto r = client.query_workflow(id, "", durable::kAgentOutputQuery);
+  if (!r.ok()) return static_cast<size_t>(-1);
+  return r->value("turns", Json::array()).size();
+}
+
+int run_chat(const ChatFlags& f) {
+  auto builder = codeact::AgentBuilder::load(f.prompts, f.config);
+  if (!builder.ok()) return report(builder.error());
+  builder->model = f.model;
+  auto model_name = codeact::resolve_model_name(*builder);
+  if (!model_name.ok()) {
+    std::cerr << "codeact: " << model_name.error().message() << ", or pass --model <provider>:<model>\n";
+    return kExitUsage;
+  }
+  builder->model = *model_name;
+  auto policies = activity_policies(*builder);
+  if (!policies.ok()) return report(policies.error());
+  auto session = open_session(f.durable, *builder, !f.durable.no_worker);
+  if (!session.ok()) return report(session.error());
+  temporal::Client& client = *(*session)->client;
+
+  durable::ChatInput in;
+  in.base.agent = f.agent;
+  in.base.model = *model_name;
+  in.base.python_packages = f.packages;
+  in.base.network = f.network;
+  in.base.activities = *policies;
+  in.idle_timeout_seconds = f.idle_timeout;
+  const std::string id = f.workflow_id.empty() ? "chat-" + random_hex() : f.workflow_id;
+  temporal::StartWorkflowOptions so;
+  so.id = id;
+  so.task_queue = task_queue_of(f.durable);
+  so.id_reuse_policy = temporal::IdReusePolicy::kAllowDuplicate;
+  so.id_conflict_policy = temporal::IdConflictPolicy::kUseExisting;
+  auto started = client.start_workflow(durable::kChatWorkflow, temporal::Args{in.to_json()}, so);
+  if (!started.ok()) return report(started.error().with_context("starting chat \"" + id + "\""));
+  const bool tty = isatty(STDIN_FILENO);
+  std::cerr << fmt::format("[codeact] chat {} {} (sandbox {}). One message per line; /exit or end of input stops it.\n",
+                           id, started->started ? "started" : "resumed", id);
+
+  LiveView view(std::cout, *model_name);
+  ProgressFollower follower(client, id, view);
+  std::string line;
+  while (true) {
+    if (tty) std::cout << "you> " << std::flush;
+    if (!std::getline(std::cin, line) || line == "/exit" || line == "/quit") break;
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    size_t before = turn_count(client, id);
+    for (int i = 0; before == static_cast<size_t>(-1) && i < 100; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      before = turn_count(client, id);
+    }
+    auto s = client.signal_workflow(id, "", durable::kSendUserTask, temporal::Args{Json(line)});
+    if (!s.ok()) return report(s.error().with_context("sending the message"));
+    // Follow the agent until the turn is recorded.
+    while (true) {
+      follower.poll();
+      auto r = client.query_workflow(id, "", durable::kAgentOutputQuery);
+      if (r.ok()) {
+        const Json turns = r->value("turns", Json::array());
+        if (turns.size() > before) {
+          follower.poll();
+          const Json& t = turns.back();
+          if (t.contains("error")) {
+            std::cout << "── error\n" << core::json_string(t, "error") << "\n";
+          } else {
+            for (const auto& file : t.value("files", Json::array())) std::cout << "  file: " << file.get<std::string>() << "\n";
+            std::cout << "── answer\n" << core::json_string(t, "output") << "\n";
+          }
+          break;
+        }
+        const std::string status = core::json_string(*r, "status");
+        if (status == "stopped" || status == "idle" || status == "cancelled" || status == "failed") {
+          std::cerr << "[codeact] the chat ended (" << status << ")\n";
+          return 1;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  auto s = client.signal_workflow(id, "", durable::kStopChat);
+  if (!s.ok()) return report(s.error().with_context("stopping the chat"));
+  auto result = client.get_result(id);
+  if (!result.ok()) return report_failure(result.failure());
+  std::cerr << fmt::format("[codeact] chat {} ended after {} message(s); the sandbox's state is kept in volume {}\n", id,
+                           result->value("turns", Json::array()).size(), sandbox::SandboxManager::volume_name(id));
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_worker_commands(CLI::App& app, ExitCode& exit) {
+  auto wf = std::make_shared<WorkerFlags>();
+  auto* w = app.add_subcommand("worker", "Run a worker for durable agent runs (workflows and activities) on a task queue");
+  add_durable_flags(w, wf->durable, false);
+  w->add_option("--config", wf->config, "app_conf.yml to use");
+  w->add_option("--prompts", wf->prompts, "agent_prompts.yml to use");
+  w->add_option("--model,-m", wf->model, "Model for runs that do not name one (default: app_conf.yml llm.<provider>)");
+  w->callback([wf, &exit] { exit.value = run_worker(*wf); });
+
+  auto cf = std::make_shared<ChatFlags>();
+  auto pkgs = std::make_shared<std::vector<std::string>>();
+  auto* c = app.add_subcommand("chat", "Chat with a CodeAct agent: each line is a message; one sandbox for the conversation");
+  c->add_option("--workflow-id", cf->workflow_id, "Chat id (also the sandbox id); an existing chat is resumed");
+  c->add_option("--model,-m", cf->model, "provider:model (default: app_conf.yml llm.<provider>)");
+  c->add_option("--agent", cf->agent, "Agent name in agent_prompts.yml")->capture_default_str();
+  c->add_option("--packages", *pkgs, "Python packages to install in the sandbox (needs --network)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  c->add_flag("--network", cf->network, "Give the sandbox network access");
+  c->add_option("--idle-timeout", cf->idle_timeout, "End the chat after this many seconds without a message")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_option("--config", cf->config, "app_conf.yml to use");
+  c->add_option("--prompts", cf->prompts, "agent_prompts.yml to use");
+  add_durable_flags(c, cf->durable, true);
+  c->callback([cf, pkgs, &exit] {
+    cf->packages = split_csv(*pkgs);
+    exit.value = run_chat(*cf);
+  });
+}
+
+}  // namespace codeact::cli
