@@ -3,86 +3,14 @@ protocol (streamed, as the live view asks for) that scripts the model's turns.""
 import json
 import os
 import subprocess
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from scripted_model import ScriptedModel, python_turn
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
-
-
-class ScriptedModel:
-    """Answers each chat-completions request with the next scripted assistant message."""
-
-    def __init__(self, turns):
-        self.turns = list(turns)
-        self.requests = []
-        model = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                model.requests.append(body)
-                if not model.turns:
-                    self.send_response(500)
-                    self.end_headers()
-                    return
-                message = model.turns.pop(0)
-                finish = "tool_calls" if message.get("tool_calls") else "stop"
-                usage = {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
-                if not body.get("stream"):
-                    out = {"id": "c", "object": "chat.completion", "created": 0, "model": "scripted",
-                           "choices": [{"index": 0, "message": {"role": "assistant", **message},
-                                        "finish_reason": finish}], "usage": usage}
-                    data = json.dumps(out).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                    return
-                delta = {"role": "assistant"}
-                if message.get("content"):
-                    delta["content"] = message["content"]
-                if message.get("tool_calls"):
-                    delta["tool_calls"] = [dict(c, index=i) for i, c in enumerate(message["tool_calls"])]
-                chunks = [
-                    {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-                    {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-                    {"choices": [], "usage": usage},
-                ]
-                payload = "".join(
-                    "data: " + json.dumps(dict(c, id="c", object="chat.completion.chunk", created=0, model="scripted"))
-                    + "\n\n" for c in chunks) + "data: [DONE]\n\n"
-                data = payload.encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def model_flag(self):
-        return f"openai-compatible:scripted@http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def python_turn(call_id, code):
-    return {"content": None, "tool_calls": [{"id": call_id, "type": "function",
-                                             "function": {"name": "execute_python",
-                                                          "arguments": json.dumps({"code": code})}}]}
 
 
 @pytest.fixture
@@ -132,15 +60,6 @@ def test_run_without_json_shows_the_run_live_and_ends_with_the_answer(cli, run_i
     assert "working" in p.out and "ZeroDivisionError" in p.out and "fixed" in p.out
     assert p.out.rstrip().endswith("── answer\nDone.")
     assert "ZeroDivisionError" in json.dumps(model.requests[1]["messages"])
-
-
-def test_durable_mode_is_not_in_this_build_and_says_so(cli):
-    p = cli("run", "some task")
-    assert p.returncode == 2
-    assert "Temporal worker" in p.err and "--no-durable" in p.err
-    # A list flag before the task does not swallow it.
-    p = cli("run", "--packages", "numpy,pandas", "some task")
-    assert p.returncode == 2 and "Temporal worker" in p.err, p.err
 
 
 def test_no_model_configured_names_the_variable_and_the_flag(cli, tmp_path):

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Durable overhead per agent step: `codeact run` (a CodeActTaskWorkflow on a local Temporal dev
+server, worker in the same process) against `codeact run --no-durable`, same machine, same run.
+
+A step is one model request (answered at once by a local OpenAI-compatible server) plus one
+trivial cell. The server timestamps each request; the time between consecutive requests is one
+step. Reports p50/p90 per step for both modes and the added time per step.
+
+    bench/durable/run_bench.py --codeact build/src/cli/codeact [--steps 30] [--runs 3]
+"""
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
+from scripted_model import ScriptedModel, python_turn  # noqa: E402
+
+PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
+
+
+def percentile(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def start_temporal(tmp):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([os.path.join(REPO, ".venv/bin/temporal"), "server", "start-dev", "--headless", "--ip",
+                             "127.0.0.1", "--port", str(port), "--db-filename", os.path.join(tmp, "t.db"),
+                             "--log-level", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    time.sleep(2)
+    return proc, f"127.0.0.1:{port}"
+
+
+def one_run(codeact, steps, durable, address):
+    stamps = []
+    turns = [python_turn(f"call_{i}", f"x = {i}") for i in range(steps)] + [{"content": "done"}]
+    model = ScriptedModel(turns, on_request=lambda k, body: stamps.append(time.perf_counter()))
+    sid = f"bench-durable-{uuid.uuid4().hex[:8]}"
+    argv = [codeact, "run", "--model", model.model_flag, "--prompts", PROMPTS, "--workflow-id", sid,
+            "--json", "--max-requests", str(steps + 5), "bench"]
+    argv += ["--temporal", address] if durable else ["--no-durable"]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+        if p.returncode != 0:
+            raise SystemExit(f"run failed ({'durable' if durable else 'direct'}):\n{p.stderr[-3000:]}")
+    finally:
+        model.close()
+        subprocess.run([codeact, "sandbox", "rm", sid, "--volume"], capture_output=True)
+    # Drop the first step (sandbox start, first-use costs); the rest are steady-state steps.
+    return [(b - a) * 1000 for a, b in zip(stamps[1:], stamps[2:])]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--codeact", default=os.path.join(REPO, "build/src/cli/codeact"))
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        server, address = start_temporal(tmp)
+        try:
+            direct, durable = [], []
+            for r in range(args.runs):  # interleaved, so load changes hit both modes alike
+                direct += one_run(args.codeact, args.steps, False, address)
+                durable += one_run(args.codeact, args.steps, True, address)
+                print(f"run {r + 1}/{args.runs} done", file=sys.stderr)
+        finally:
+            server.kill()
+            server.wait()
+    d50, u50 = statistics.median(direct), statistics.median(durable)
+    print(f"steps measured: {len(direct)} direct, {len(durable)} durable "
+          f"(load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores)")
+    print(f"--no-durable step: p50 {d50:.1f} ms  p90 {percentile(direct, 90):.1f} ms")
+    print(f"durable step:      p50 {u50:.1f} ms  p90 {percentile(durable, 90):.1f} ms")
+    print(f"added per step at p50: {u50 - d50:.1f} ms (target <= 30 ms); ratio {u50 / d50:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,391 @@
+"""The durable agent as a user runs it: `codeact run` / `codeact worker` / `codeact chat` against a
+real Temporal dev server and real Docker, with a local OpenAI-compatible server scripting a
+multi-step CodeAct trajectory. Workers are killed with SIGKILL on purpose; runs must still finish
+with every cell applied exactly once."""
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+
+from scripted_model import ScriptedModel, python_turn
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
+
+# Short heartbeats so a killed worker is noticed in seconds, not minutes.
+FAST_CONFIG = """
+durable:
+  activities:
+    model: {heartbeat_seconds: 2, start_to_close_seconds: 120, max_attempts: 20, initial_retry_seconds: 0.5}
+    tool: {heartbeat_seconds: 2, start_to_close_seconds: 300, max_attempts: 20, initial_retry_seconds: 0.5}
+    sandbox: {heartbeat_seconds: 5, start_to_close_seconds: 600, max_attempts: 5, initial_retry_seconds: 0.5}
+"""
+
+# Each cell appends one line to a file (files are never rolled back: the line count is how many
+# times cells really ran) and increments a counter (state restored from snapshots).
+COUNT = ("counter = globals().get('counter', 0) + 1\n"
+         "open('/output/cells.log', 'a').write('cell %d\\n' % counter)\n")
+
+
+@pytest.fixture
+def config(tmp_path):
+    p = tmp_path / "app_conf.yml"
+    p.write_text(FAST_CONFIG)
+    return str(p)
+
+
+@pytest.fixture
+def wid(cli):
+    w = f"durable-{uuid.uuid4().hex[:8]}"
+    yield w
+    cli("sandbox", "rm", w, "--volume")
+
+
+class Worker:
+    """A `codeact worker` process that can be SIGKILLed and started again."""
+
+    def __init__(self, cli, address, queue, config, env=None):
+        self.argv = [cli.bin, "worker", "--temporal", address, "--task-queue", queue, "--config", config,
+                     "--prompts", PROMPTS]
+        self.env = dict(os.environ, **(env or {}))
+        self.proc = None
+        self.kills = 0
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env)
+        return self
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.kills += 1
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def worker_factory(cli, temporal_server, config):
+    made = []
+
+    def make(queue, env=None):
+        w = Worker(cli, temporal_server, queue, config, env)
+        made.append(w)
+        return w.start()
+    yield make
+    for w in made:
+        w.stop()
+
+
+def volume_file(wid, name):
+    """A file under the sandbox's /output, read on the host through the volume's mountpoint."""
+    p = subprocess.run(["docker", "volume", "inspect", f"workflow-{wid}", "--format", "{{.Mountpoint}}"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    path = os.path.join(p.stdout.strip(), wid, "output", name)
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def run_durable(cli, address, wid, model, config, *extra, check=0, timeout=400):
+    p = cli("run", "--temporal", address, "--model", model.model_flag, "--prompts", PROMPTS, "--config", config,
+            "--workflow-id", wid, "--json", *extra, check=check, timeout=timeout)
+    return p, (json.loads(p.out) if p.returncode == 0 else None)
+
+
+def test_durable_run_returns_the_answer_and_the_file_is_in_the_volume(cli, temporal_server, wid, config):
+    model = ScriptedModel([
+        python_turn("call_1", "answer = 6 * 7\nopen('/output/answer.txt', 'w').write(str(answer))\nanswer"),
+        {"content": "The answer is 42 (saved in /output/answer.txt)."},
+    ])
+    try:
+        p, j = run_durable(cli, temporal_server, wid, model, config, "Compute 6*7 and save it.")
+    finally:
+        model.close()
+    assert j["output"] == "The answer is 42 (saved in /output/answer.txt)."
+    assert j["durable"] is True and j["workflow_id"] == wid and j["sandbox_id"] == wid
+    assert j["files"] == ["/output/answer.txt"]
+    assert j["usage"]["requests"] == 2 and j["usage"]["tool_calls"] == 1
+    # The live view followed the workflow: the step, the cell and its result.
+    assert "step 1" in p.err and "execute_python" in p.err and "result: 42" in p.err
+    # The model saw the cell's result and, through the instructions, the sandbox it works in.
+    second = json.dumps(model.requests[1]["messages"])
+    assert "result: 42" in second and wid in second
+    assert volume_file(wid, "answer.txt") == "42"
+    # The sandbox was stopped, its volume kept.
+    state = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", f"codeact-{wid}"],
+                           capture_output=True, text=True)
+    assert state.stdout.strip() != "true"
+
+
+def test_worker_killed_during_a_model_call_a_cell_and_between_steps(cli, temporal_server, wid, config,
+                                                                    worker_factory):
+    queue = f"q-{uuid.uuid4().hex[:6]}"
+    worker = worker_factory(queue)
+    restart_lock = threading.Lock()
+    killed = {"model": False}
+
+    def kill_and_restart(delay=0.0):
+        time.sleep(delay)
+        with restart_lock:
+            worker.kill()
+            time.sleep(1)
+            worker.start()
+
+    def on_request(k, body):
+        # During a model call: the worker dies while it waits for the answer to step 2.
+        if k == 1 and not killed["model"]:
+            killed["model"] = True
+            kill_and_restart()
+            time.sleep(1)  # the dead worker's request is answered into the void
+
+    turns = [
+        python_turn("call_1", COUNT + "'first'"),
+        # During a cell: this one sleeps; the worker is killed while it runs.
+        python_turn("call_2", "open('/output/cell2.started', 'w').write('x')\nimport time\ntime.sleep(5)\n"
+                    + COUNT + "'second'"),
+        python_turn("call_3", COUNT + "open('/output/step3.done', 'w').write('x')\n'third'"),
+        {"content": "All three cells ran."},
+    ]
+    model = ScriptedModel(turns, on_request=on_request)
+    result = {}
+
+    def run():
+        result["p"], result["j"] = run_durable(cli, temporal_server, wid, model, config, "--no-worker",
+                                               "--task-queue", queue, "Count three cells.", check=None)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    try:
+        # During a cell: step 2's cell has started its 5 s sleep.
+        deadline = time.time() + 180
+        while time.time() < deadline and volume_file(wid, "cell2.started") is None:
+            time.sleep(0.05)
+        time.sleep(1)
+        kill_and_restart()
+        # Between steps: the moment step 3's cell has finished, before the next model request.
+        while time.time() < deadline and volume_file(wid, "step3.done") is None:
+            time.sleep(0.05)
+        kill_and_restart()
+        runner.join(timeout=300)
+    finally:
+        model.close()
+    assert not runner.is_alive(), "the run did not finish"
+    p, j = result["p"], result["j"]
+    assert p.returncode == 0, p.err
+    assert j["output"] == "All three cells ran."
+    assert worker.kills == 3
+    # Every cell ran exactly once, whatever was retried.
+    assert volume_file(wid, "cells.log") == "cell 1\ncell 2\ncell 3\n"
+    p, cell = cli.json("sandbox", "exec", wid, "--json", "counter", check=0)
+    assert cell["result"] == "3"
+
+
+def test_sandbox_container_killed_mid_run_is_restored_and_the_run_completes(cli, temporal_server, wid, config):
+    turns = [
+        python_turn("call_1", "data = [1, 2, 3]\n'stored'"),
+        python_turn("call_2", "import time\nopen('/output/sleeping', 'w').write('x')\ntime.sleep(8)\n'slept'"),
+        python_turn("call_3", "sum(data)"),
+        {"content": "The sum is 6."},
+    ]
+    model = ScriptedModel(turns)
+    result = {}
+
+    def run():
+        result["p"], result["j"] = run_durable(cli, temporal_server, wid, model, config, "Sum it.", check=None)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and volume_file(wid, "sleeping") is None:
+            time.sleep(0.1)
+        subprocess.run(["docker", "kill", f"codeact-{wid}"], capture_output=True)
+        runner.join(timeout=300)
+    finally:
+        model.close()
+    p, j = result["p"], result["j"]
+    assert p.returncode == 0, p.err
+    assert j["output"] == "The sum is 6."
+    # The model was told the killed cell's changes are lost and the kernel came back from its snapshot.
+    killed_cell = [m for m in model.requests[2]["messages"] if m.get("role") == "tool"][-1]["content"]
+    assert "restarted from the snapshot" in killed_cell, killed_cell
+    # The state from before the kill was back for the next cell.
+    assert "result: 6" in json.dumps(model.requests[-1]["messages"])
+
+
+def test_bad_model_output_goes_back_to_the_model_and_the_run_continues(cli, temporal_server, wid, config):
+    turns = [
+        {"content": None, "tool_calls": [{"id": "bad_1", "type": "function",
+                                          "function": {"name": "execute_python", "arguments": "{not json"}}]},
+        {"content": None, "tool_calls": [{"id": "bad_2", "type": "function",
+                                          "function": {"name": "launch_rockets", "arguments": "{}"}}]},
+        python_turn("call_3", "raise ValueError('boom')"),
+        {"content": "Recovered."},
+    ]
+    model = ScriptedModel(turns)
+    try:
+        p, j = run_durable(cli, temporal_server, wid, model, config, "Try things.")
+    finally:
+        model.close()
+    assert j["output"] == "Recovered."
+    conversation = json.dumps(model.requests[3]["messages"])
+    assert "launch_rockets" in conversation and "ValueError" in conversation and "boom" in conversation
+    assert "{not json" in json.dumps(model.requests[1]["messages"])
+
+
+def test_usage_limit_ends_the_run_with_a_clear_error_and_the_sandbox_is_removed(cli, temporal_server, wid, config):
+    turns = [python_turn(f"call_{i}", f"x{i} = {i}") for i in range(5)]
+    model = ScriptedModel(turns)
+    try:
+        p, _ = run_durable(cli, temporal_server, wid, model, config, "--max-requests", "2", "Loop.", check=None)
+    finally:
+        model.close()
+    assert p.returncode != 0
+    assert "request_limit" in p.err or "request limit" in p.err, p.err
+    assert len(model.requests) == 2
+    # The container is gone; the volume (with x0, x1) is kept.
+    state = subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True, text=True)
+    assert state.returncode != 0
+    assert subprocess.run(["docker", "volume", "inspect", f"workflow-{wid}"], capture_output=True).returncode == 0
+
+
+def test_no_credential_in_workflow_history_or_container(cli, temporal_server, wid, config, worker_factory):
+    secret = "sk-codeact-test-" + uuid.uuid4().hex
+    queue = f"q-{uuid.uuid4().hex[:6]}"
+    worker_factory(queue, env={"OPENAI_API_KEY": secret})
+    model = ScriptedModel([python_turn("call_1", "import os\nsorted(os.environ)"), {"content": "ok"}])
+    try:
+        p, j = run_durable(cli, temporal_server, wid, model, config, "--no-worker", "--task-queue", queue,
+                           "Look around.", check=0)
+    finally:
+        model.close()
+    history = subprocess.run([os.path.join(REPO, ".venv/bin/temporal"), "workflow", "show", "--address",
+                              temporal_server, "--workflow-id", wid, "--output", "json"],
+                             capture_output=True, text=True, timeout=60)
+    assert history.returncode == 0, history.stderr
+    assert "codeact.model_request" in history.stdout
+    assert secret not in history.stdout
+    inspect = subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True, text=True)
+    assert secret not in inspect.stdout
+    assert secret not in json.dumps(model.requests)
+
+
+def test_chat_workflow_driven_by_the_python_temporalio_client(cli, temporal_server, wid, config, worker_factory):
+    queue = f"q-{uuid.uuid4().hex[:6]}"
+    worker_factory(queue)
+
+    # Two messages: the second builds on the first one's variable.
+    turns_by_conversation = [
+        python_turn("call_1", "total = 40 + 2\ntotal"),
+        {"content": "total is 42"},
+        python_turn("call_2", "total * 2"),
+        {"content": "double is 84"},
+    ]
+    model = ScriptedModel(turns_by_conversation)
+    script = f"""
+import asyncio, json
+from temporalio.client import Client
+
+async def main():
+    client = await Client.connect("{temporal_server}")
+    handle = await client.start_workflow("CodeActChatWorkflow", {{"model": "{model.model_flag}"}},
+                                         id="{wid}", task_queue="{queue}")
+    await handle.signal("send_user_task", "compute the total")
+    for _ in range(600):
+        out = await handle.query("agent_output")
+        if len(out["turns"]) == 1:
+            break
+        await asyncio.sleep(0.2)
+    await handle.signal("send_user_task", "double it")
+    for _ in range(600):
+        out = await handle.query("agent_output")
+        if len(out["turns"]) == 2:
+            break
+        await asyncio.sleep(0.2)
+    await handle.signal("stop_chat")
+    result = await handle.result()
+    print(json.dumps({{"query": out, "result": result}}))
+
+asyncio.run(main())
+"""
+    try:
+        p = subprocess.run([os.path.join(REPO, ".venv/bin/python"), "-c", script], capture_output=True, text=True,
+                           timeout=300)
+    finally:
+        model.close()
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    turns = out["query"]["turns"]
+    assert [t["output"] for t in turns] == ["total is 42", "double is 84"]
+    assert out["result"]["reason"] == "stopped" and len(out["result"]["turns"]) == 2
+    # The second message's conversation held the first one (one chat, one sandbox).
+    assert "total is 42" in json.dumps(model.requests[-1]["messages"])
+    assert "result: 84" in json.dumps(model.requests[-1]["messages"])
+
+
+def test_chat_command_answers_each_line(cli, temporal_server, wid, config):
+    model = ScriptedModel([
+        python_turn("call_1", "name = 'codeact'\nname"),
+        {"content": "stored the name"},
+        python_turn("call_2", "name.upper()"),
+        {"content": "CODEACT"},
+    ])
+    try:
+        p = cli("chat", "--temporal", temporal_server, "--model", model.model_flag, "--prompts", PROMPTS,
+                "--config", config, "--workflow-id", wid, input=b"store the name\nshout it\n", check=0, timeout=300)
+    finally:
+        model.close()
+    assert "── answer\nstored the name" in p.out and "── answer\nCODEACT" in p.out
+    assert "'CODEACT'" in p.out  # the second cell's result, shown live
+    assert "ended after 2 message(s)" in p.err
+
+
+def test_no_durable_runs_the_same_scenario_in_process(cli, wid):
+    model = ScriptedModel([python_turn("call_1", COUNT + "'one'"), {"content": "done"}])
+    try:
+        p, j = cli.json("run", "--no-durable", "--model", model.model_flag, "--prompts", PROMPTS,
+                        "--workflow-id", wid, "--json", "Count.", check=0)
+    finally:
+        model.close()
+    assert j["output"] == "done" and j["durable"] is False and j["files"] == ["/output/cells.log"]
+
+
+def test_embedded_dev_server_is_started_once_and_reused(cli, tmp_path, wid):
+    home = tmp_path / "home"
+    cfg = tmp_path / "app_conf.yml"
+    cfg.write_text(FAST_CONFIG)
+    env = {"CODEACT_HOME": str(home)}
+    model = ScriptedModel([{"content": "hello"}])
+    pid_file = home / "temporal" / "pid"
+    try:
+        first = cli("run", "--model", model.model_flag, "--prompts", PROMPTS, "--config", str(cfg),
+                    "--workflow-id", wid, "Say hello.", env=env, check=0, timeout=300)
+        assert "starting the embedded Temporal dev server" in first.err
+        assert first.out.rstrip().endswith("── answer\nhello")
+        second = cli("run", "--model", model.model_flag, "--prompts", PROMPTS, "--config", str(cfg),
+                     "--workflow-id", wid + "-2", "Say hello.", env=env, check=0, timeout=300)
+        assert "already running" in second.err and "starting the embedded" not in second.err
+    finally:
+        model.close()
+        cli("sandbox", "rm", wid + "-2", "--volume")
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
