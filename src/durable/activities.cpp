@@ -25,8 +25,12 @@ class Heartbeat {
  public:
   explicit Heartbeat(ActivityContext& ctx) : ctx_(ctx) {
     if (ctx_.info().heartbeat_timeout.count() <= 0) return;
-    thread_ = std::thread([this] {
+    // The first beat waits a little: most calls end sooner and never pay for a heartbeat RPC.
+    const auto first = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(1000),
+                                                           ctx_.info().heartbeat_timeout / 4);
+    thread_ = std::thread([this, first] {
       std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, first, [this] { return done_; })) return;
       while (!done_) {
         lock.unlock();
         ctx_.heartbeat();
@@ -308,7 +312,13 @@ void register_codeact(temporal::Worker& worker, std::shared_ptr<WorkerEnv> worke
   for (auto& [name, fn] : workflow_functions()) worker.register_workflow(name, fn);
   auto env = std::make_shared<Env>(std::move(worker_env));
   auto add = [&](const char* name, Result<Json> (*fn)(Env&, ActivityContext&, const Args&)) {
-    worker.register_activity(name, [env, fn](ActivityContext& ctx, const Args& args) { return fn(*env, ctx, args); });
+    worker.register_activity(name, [env, fn, name](ActivityContext& ctx, const Args& args) {
+      auto start = std::chrono::steady_clock::now();
+      auto out = fn(*env, ctx, args);
+      core::log().debug("{} took {:.1f} ms", name,
+                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      return out;
+    });
   };
   add(kSandboxStartActivity, sandbox_start);
   add(kSandboxFilesActivity, sandbox_files);
