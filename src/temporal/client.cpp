@@ -2,6 +2,8 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <cctype>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -346,15 +348,56 @@ Json History::to_json() const {
   return parsed.ok() ? std::move(parsed).value() : Json::object();
 }
 
+namespace {
+// "WorkflowExecutionStarted" (older exports) -> "EVENT_TYPE_WORKFLOW_EXECUTION_STARTED".
+std::string event_type_enum_name(const std::string& name) {
+  if (name.rfind("EVENT_TYPE_", 0) == 0) return name;
+  std::string out = "EVENT_TYPE_";
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (std::isupper(static_cast<unsigned char>(c)) && i > 0) out += '_';
+    out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+}  // namespace
+
 core::Result<History> History::from_json(const Json& json) {
+  if (!json.is_object() || !json.contains("events") || !json["events"].is_array())
+    return core::invalid_argument(
+        "history JSON: expected an object with an \"events\" array (the output of `temporal "
+        "workflow show --output json`)");
+  Json normalized = json;
+  for (auto& e : normalized["events"]) {
+    if (e.is_object() && e.contains("eventType") && e["eventType"].is_string())
+      e["eventType"] = event_type_enum_name(e["eventType"].get<std::string>());
+  }
   historyv1::History h;
   google::protobuf::util::JsonParseOptions opts;
   opts.ignore_unknown_fields = true;
-  auto st = google::protobuf::util::JsonStringToMessage(core::dump_json(json), &h, opts);
+  auto st = google::protobuf::util::JsonStringToMessage(core::dump_json(normalized), &h, opts);
   if (!st.ok()) return core::invalid_argument("history JSON: " + std::string(st.message()));
   History out;
+  if (h.events_size() > 0 && h.events(0).has_workflow_execution_started_event_attributes()) {
+    const auto& a = h.events(0).workflow_execution_started_event_attributes();
+    out.workflow_id = a.workflow_id();
+    out.run_id = a.original_execution_run_id();
+  }
   h.SerializeToString(&out.serialized);
   return out;
+}
+
+core::Result<History> History::load_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return core::not_found("history file " + path +
+                           ": cannot open it (export one with `temporal workflow show -w <id> "
+                           "--output json > file`)");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  CODEACT_TRY(auto json, core::parse_json(text, "history file " + path));
+  auto h = from_json(json);
+  if (!h.ok()) return core::invalid_argument(path + ": " + h.error().message());
+  return h;
 }
 
 size_t History::event_count() const {

@@ -36,6 +36,14 @@ Failure Failure::application(std::string type, std::string message, bool non_ret
   return f;
 }
 
+Failure Failure::cancelled(std::string message) {
+  Failure f;
+  f.kind = FailureKind::kCanceled;
+  f.code = core::Code::kCancelled;
+  f.message = std::move(message);
+  return f;
+}
+
 Failure Failure::from_error(const core::Error& error) {
   Failure f = application(std::string(core::code_name(error.code())), error.message(),
                           !core::is_retryable(error.code()));

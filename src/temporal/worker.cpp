@@ -161,6 +161,7 @@ core::Result<historyv1::History> Worker::Impl::full_history(
 }
 
 void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueResponse& task) {
+  const auto task_begin = std::chrono::steady_clock::now();
   const std::string wid = task.workflow_execution().workflow_id();
   const std::string run_id = task.workflow_execution().run_id();
   const std::string type = task.workflow_type().name();
@@ -262,12 +263,19 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
     }
     history = std::move(full).value();
   }
+  const bool cache_hit = cached != nullptr;
   std::unique_ptr<internal::WorkflowState> owned =
       cached
           ? std::move(cached)
           : std::make_unique<internal::WorkflowState>(fn->second, conn->ns(), options.task_queue);
   internal::WorkflowState& state = *owned;
   state.set_execution(wid, run_id);
+  WorkflowTaskStats stats;
+  stats.workflow_id = wid;
+  stats.run_id = run_id;
+  stats.history_length = task.started_event_id();
+  stats.events_fed = history.events_size();
+  stats.cache_hit = cache_hit;
 
   auto st = state.replay(history.events(), task.started_event_id());
   if (!st.ok()) {
@@ -317,8 +325,10 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
     a->set_request_eager_execution(true);
     ++reserved;
   }
+  stats.processing_time = std::chrono::steady_clock::now() - task_begin;
   auto r = conn->call(&WorkflowService::Stub::RespondWorkflowTaskCompleted, req,
                       "complete workflow task of " + wid);
+  if (r.ok() && options.on_workflow_task) options.on_workflow_task(stats);
   if (!r.ok()) {
     release_activity_slots(reserved);
     core::log().warn("temporal worker: {}", r.error().to_string());
@@ -589,6 +599,13 @@ core::Status Replayer::replay(const History& history) const {
   internal::WorkflowState state(fn->second, "", started.task_queue().name());
   state.set_execution(history.workflow_id, history.run_id);
   return state.replay(h.events(), 0);
+}
+
+core::Status Replayer::replay_file(const std::string& path) const {
+  CODEACT_TRY(auto history, History::load_json_file(path));
+  auto st = replay(history);
+  if (!st.ok()) return st.error().with_context(path);
+  return st;
 }
 
 }  // namespace codeact::temporal

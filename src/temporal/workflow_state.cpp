@@ -1,5 +1,6 @@
 #include "workflow_state.hpp"
 
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -25,6 +26,37 @@ class CurrentScope {
 };
 
 constexpr const char* kSideEffectMarker = "SideEffect";
+// The marker the official SDKs (Core) record for patched()/deprecate_patch(), so histories
+// are interchangeable: details {"patch_data": {"id": ..., "deprecated": ...}}.
+constexpr const char* kPatchMarker = "core_patch";
+constexpr const char* kPatchDataKey = "patch_data";
+
+struct PatchMarker {
+  std::string id;
+  bool deprecated = false;
+};
+
+std::optional<PatchMarker> patch_marker(
+    const std::string& name,
+    const google::protobuf::Map<std::string, ::temporal::api::common::v1::Payloads>& details) {
+  if (name != kPatchMarker) return std::nullopt;
+  auto it = details.find(kPatchDataKey);
+  if (it == details.end()) return std::nullopt;
+  Args data = decode_payloads(it->second);
+  if (data.empty() || !data[0].is_object() || !data[0].contains("id") || !data[0]["id"].is_string())
+    return std::nullopt;
+  return PatchMarker{data[0]["id"].get<std::string>(), data[0].value("deprecated", false)};
+}
+std::optional<PatchMarker> patch_marker(const commandv1::Command& c) {
+  if (c.command_type() != enumsv1::COMMAND_TYPE_RECORD_MARKER) return std::nullopt;
+  const auto& a = c.record_marker_command_attributes();
+  return patch_marker(a.marker_name(), a.details());
+}
+std::optional<PatchMarker> patch_marker(const historyv1::HistoryEvent& e) {
+  if (!e.has_marker_recorded_event_attributes()) return std::nullopt;
+  const auto& a = e.marker_recorded_event_attributes();
+  return patch_marker(a.marker_name(), a.details());
+}
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ULL;
@@ -44,9 +76,19 @@ std::string describe_command(const commandv1::Command& c) {
     }
     case enumsv1::COMMAND_TYPE_START_TIMER:
       return "StartTimer(timer_id='" + c.start_timer_command_attributes().timer_id() + "')";
-    case enumsv1::COMMAND_TYPE_RECORD_MARKER:
+    case enumsv1::COMMAND_TYPE_RECORD_MARKER: {
+      auto patch = patch_marker(c);
       return "RecordMarker(marker_name='" + c.record_marker_command_attributes().marker_name() +
-             "')";
+             "'" + (patch ? ", patch_id='" + patch->id + "'" : std::string()) + ")";
+    }
+    case enumsv1::COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION: {
+      const auto& a = c.start_child_workflow_execution_command_attributes();
+      return "StartChildWorkflowExecution(workflow_type='" + a.workflow_type().name() +
+             "', workflow_id='" + a.workflow_id() + "')";
+    }
+    case enumsv1::COMMAND_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION:
+      return "RequestCancelExternalWorkflowExecution(workflow_id='" +
+             c.request_cancel_external_workflow_execution_command_attributes().workflow_id() + "')";
     case enumsv1::COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION:
       return "CompleteWorkflowExecution";
     case enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION:
@@ -77,9 +119,17 @@ std::string describe_event(const historyv1::HistoryEvent& e) {
     }
     case enumsv1::EVENT_TYPE_TIMER_STARTED:
       return id + "TimerStarted(timer_id='" + e.timer_started_event_attributes().timer_id() + "')";
-    case enumsv1::EVENT_TYPE_MARKER_RECORDED:
+    case enumsv1::EVENT_TYPE_MARKER_RECORDED: {
+      auto patch = patch_marker(e);
       return id + "MarkerRecorded(marker_name='" +
-             e.marker_recorded_event_attributes().marker_name() + "')";
+             e.marker_recorded_event_attributes().marker_name() + "'" +
+             (patch ? ", patch_id='" + patch->id + "'" : std::string()) + ")";
+    }
+    case enumsv1::EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED: {
+      const auto& a = e.start_child_workflow_execution_initiated_event_attributes();
+      return id + "StartChildWorkflowExecutionInitiated(workflow_type='" +
+             a.workflow_type().name() + "', workflow_id='" + a.workflow_id() + "')";
+    }
     default: {
       // EVENT_TYPE_WORKFLOW_TASK_STARTED -> WorkflowTaskStarted
       std::string name = enumsv1::EventType_Name(e.event_type());
@@ -121,6 +171,10 @@ enumsv1::CommandType command_type_of(const historyv1::HistoryEvent& e) {
       return enumsv1::COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK;
     case enumsv1::EVENT_TYPE_TIMER_CANCELED:
       return enumsv1::COMMAND_TYPE_CANCEL_TIMER;
+    case enumsv1::EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+      return enumsv1::COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION;
+    case enumsv1::EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
+      return enumsv1::COMMAND_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION;
     default:
       return enumsv1::COMMAND_TYPE_UNSPECIFIED;
   }
@@ -138,9 +192,25 @@ bool same_command(const commandv1::Command& c, const historyv1::HistoryEvent& e)
     case enumsv1::COMMAND_TYPE_START_TIMER:
       return c.start_timer_command_attributes().timer_id() ==
              e.timer_started_event_attributes().timer_id();
-    case enumsv1::COMMAND_TYPE_RECORD_MARKER:
-      return c.record_marker_command_attributes().marker_name() ==
-             e.marker_recorded_event_attributes().marker_name();
+    case enumsv1::COMMAND_TYPE_RECORD_MARKER: {
+      if (c.record_marker_command_attributes().marker_name() !=
+          e.marker_recorded_event_attributes().marker_name())
+        return false;
+      auto a = patch_marker(c);
+      auto b = patch_marker(e);
+      return !a || !b || a->id == b->id;
+    }
+    case enumsv1::COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION: {
+      const auto& a = c.start_child_workflow_execution_command_attributes();
+      const auto& b = e.start_child_workflow_execution_initiated_event_attributes();
+      return a.workflow_id() == b.workflow_id() &&
+             a.workflow_type().name() == b.workflow_type().name();
+    }
+    case enumsv1::COMMAND_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION:
+      return c.request_cancel_external_workflow_execution_command_attributes().workflow_id() ==
+             e.request_cancel_external_workflow_execution_initiated_event_attributes()
+                 .workflow_execution()
+                 .workflow_id();
     case enumsv1::COMMAND_TYPE_CANCEL_TIMER:
       return c.cancel_timer_command_attributes().timer_id() ==
              e.timer_canceled_event_attributes().timer_id();
@@ -158,6 +228,13 @@ bool is_job_event(const historyv1::HistoryEvent& e) {
     case enumsv1::EVENT_TYPE_TIMER_FIRED:
     case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
     case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+    case enumsv1::EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED:
+    case enumsv1::EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+    case enumsv1::EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
+    case enumsv1::EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED:
+    case enumsv1::EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED:
+    case enumsv1::EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT:
+    case enumsv1::EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED:
       return true;
     default:
       return false;
@@ -196,19 +273,28 @@ core::Status WorkflowState::replay(const Events& events, int64_t current_started
   std::set<int64_t> completed_started;
   for (const auto& e : events) {
     if (e.has_workflow_task_completed_event_attributes()) {
-      completed_started.insert(e.workflow_task_completed_event_attributes().started_event_id());
+      int64_t started = e.workflow_task_completed_event_attributes().started_event_id();
+      completed_started.insert(started);
+      started_by_completed_event_[e.event_id()] = started;
     } else if (e.has_workflow_execution_started_event_attributes()) {
       const auto& a = e.workflow_execution_started_event_attributes();
       info_.workflow_type = a.workflow_type().name();
       if (info_.task_queue.empty()) info_.task_queue = a.task_queue().name();
       info_.first_execution_run_id = a.first_execution_run_id();
       info_.attempt = a.attempt();
+      original_run_id_ = a.original_execution_run_id();
       if (!a.workflow_id().empty()) info_.workflow_id = a.workflow_id();
       input_ = decode_payloads(a.input());
       rng_.seed(fnv1a(a.first_execution_run_id().empty() ? a.original_execution_run_id()
                                                          : a.first_execution_run_id()));
     } else if (e.has_marker_recorded_event_attributes()) {
       const auto& m = e.marker_recorded_event_attributes();
+      if (auto patch = patch_marker(e)) {
+        auto task = started_by_completed_event_.find(m.workflow_task_completed_event_id());
+        if (task != started_by_completed_event_.end())
+          patches_by_task_[task->second].insert(patch->id);
+        continue;
+      }
       if (m.marker_name() != kSideEffectMarker) continue;
       auto seq = m.details().find("seq");
       auto data = m.details().find("data");
@@ -228,6 +314,15 @@ core::Status WorkflowState::replay(const Events& events, int64_t current_started
       CODEACT_TRY_STATUS(check_no_leftover(&e, task_index_));
       ++task_index_;
       replaying_ = !current;
+      const auto& started = e.workflow_task_started_event_attributes();
+      history_length_ = e.event_id();
+      history_size_bytes_ = started.history_size_bytes();
+      continue_as_new_suggested_ = started.suggest_continue_as_new();
+      task_patches_.clear();
+      if (auto p = patches_by_task_.find(e.event_id()); p != patches_by_task_.end()) {
+        if (replaying_) task_patches_ = p->second;
+        patches_by_task_.erase(p);
+      }
       CODEACT_TRY_STATUS(activate(to_time_point(e.event_time())));
       // These commands come back as command events after this task's WorkflowTaskCompleted.
       for (const auto& c : commands_) expected_.push_back(c);
@@ -248,6 +343,10 @@ core::Status WorkflowState::replay(const Events& events, int64_t current_started
 }
 
 core::Status WorkflowState::match_command_event(const historyv1::HistoryEvent& e, int task_index) {
+  // Code that no longer calls deprecate_patch() still replays histories that recorded it.
+  if (auto patch = patch_marker(e); patch && patch->deprecated) {
+    if (expected_.empty() || !same_command(expected_.front(), e)) return core::ok_status();
+  }
   if (expected_.empty())
     return nondeterminism("history has " + describe_event(e) + " after workflow task " +
                           std::to_string(task_index) +
@@ -262,6 +361,17 @@ core::Status WorkflowState::match_command_event(const historyv1::HistoryEvent& e
         e.activity_task_scheduled_event_attributes().activity_id();
   if (e.event_type() == enumsv1::EVENT_TYPE_TIMER_STARTED)
     recorded_timers_.insert(e.timer_started_event_attributes().timer_id());
+  if (e.event_type() == enumsv1::EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED) {
+    const std::string& wid =
+        e.start_child_workflow_execution_initiated_event_attributes().workflow_id();
+    for (auto& [seq, child] : children_) {
+      if (child.initiated_event_id == 0 && child.workflow_id == wid) {
+        child.initiated_event_id = e.event_id();
+        child_by_initiated_[e.event_id()] = seq;
+        break;
+      }
+    }
+  }
   expected_.pop_front();
   return core::ok_status();
 }
@@ -364,12 +474,91 @@ core::Status WorkflowState::apply_job(const historyv1::HistoryEvent& e) {
       break;
     }
     case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
-      cancel_requested_ = true;
+      if (!cancel_requested_) {
+        cancel_requested_ = true;
+        cancel_everything_pending();
+      }
       break;
+    case enumsv1::EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED: {
+      const auto& a = e.start_child_workflow_execution_failed_event_attributes();
+      Failure f;
+      f.kind = FailureKind::kServer;
+      f.type = "ChildWorkflowAlreadyStarted";
+      f.code = core::Code::kAlreadyExists;
+      f.message =
+          "child workflow " + a.workflow_id() + " (type " + a.workflow_type().name() +
+          ") was not started: " + enumsv1::StartChildWorkflowExecutionFailedCause_Name(a.cause());
+      resolve_child(a.initiated_event_id(), std::move(f));
+      break;
+    }
+    case enumsv1::EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED: {
+      const auto& a = e.child_workflow_execution_started_event_attributes();
+      auto seq = child_by_initiated_.find(a.initiated_event_id());
+      if (seq == child_by_initiated_.end()) break;
+      Child& child = children_[seq->second];
+      child.run_id = a.workflow_execution().run_id();
+      if (child.cancel_wanted && child.pending) request_cancel_child_execution(seq->second);
+      break;
+    }
+    case enumsv1::EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED: {
+      const auto& a = e.child_workflow_execution_completed_event_attributes();
+      Args out = decode_payloads(a.result());
+      resolve_child(a.initiated_event_id(), out.empty() ? Json(nullptr) : std::move(out[0]));
+      break;
+    }
+    case enumsv1::EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED: {
+      const auto& a = e.child_workflow_execution_failed_event_attributes();
+      resolve_child(a.initiated_event_id(), decode_failure(a.failure()));
+      break;
+    }
+    case enumsv1::EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED: {
+      const auto& a = e.child_workflow_execution_canceled_event_attributes();
+      resolve_child(a.initiated_event_id(),
+                    Failure::cancelled("child workflow " + a.workflow_execution().workflow_id() +
+                                       " was cancelled"));
+      break;
+    }
+    case enumsv1::EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT: {
+      const auto& a = e.child_workflow_execution_timed_out_event_attributes();
+      Failure f;
+      f.kind = FailureKind::kTimeout;
+      f.code = core::Code::kDeadlineExceeded;
+      f.timeout_type = "StartToClose";
+      f.message = "child workflow " + a.workflow_execution().workflow_id() + " timed out";
+      resolve_child(a.initiated_event_id(), std::move(f));
+      break;
+    }
+    case enumsv1::EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED: {
+      const auto& a = e.child_workflow_execution_terminated_event_attributes();
+      Failure f;
+      f.kind = FailureKind::kTerminated;
+      f.code = core::Code::kAborted;
+      f.message = "child workflow " + a.workflow_execution().workflow_id() + " was terminated";
+      resolve_child(a.initiated_event_id(), std::move(f));
+      break;
+    }
     default:
       break;
   }
   return core::ok_status();
+}
+
+void WorkflowState::resolve_child(int64_t initiated_event_id, ActivityResult result) {
+  auto seq = child_by_initiated_.find(initiated_event_id);
+  if (seq == child_by_initiated_.end()) return;
+  Child& child = children_[seq->second];
+  if (!child.pending) return;
+  auto p = std::move(child.pending);
+  child.pending = nullptr;
+  resolve(p, std::move(result));
+}
+
+void WorkflowState::cancel_everything_pending() {
+  std::vector<std::string> activities;
+  for (const auto& [id, _] : activities_by_id_) activities.push_back(id);
+  for (const auto& id : activities) cancel_activity(id);
+  for (auto& [seq, child] : children_)
+    if (child.pending) cancel_child(seq);
 }
 
 void WorkflowState::resolve(const std::shared_ptr<Pending>& p, ActivityResult result) {
@@ -403,7 +592,7 @@ core::Status WorkflowState::run_until_blocked() {
           try {
             std::rethrow_exception(promise.error);
           } catch (const ApplicationError& ex) {
-            if (ex.failure().kind == FailureKind::kCanceled) {
+            if (ex.failure().kind == FailureKind::kCanceled && cancel_requested_) {
               cmd.set_command_type(enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION);
               cmd.mutable_cancel_workflow_execution_command_attributes();
             } else {
@@ -511,6 +700,7 @@ void WorkflowState::cancel_activity(const std::string& activity_id) {
   if (it == activities_by_id_.end()) return;  // already resolved
   for (const auto& [scheduled, id] : activity_id_by_scheduled_event_) {
     if (id != activity_id) continue;
+    if (!cancel_sent_activities_.insert(activity_id).second) return;  // asked already
     commandv1::Command cmd;
     cmd.set_command_type(enumsv1::COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK);
     cmd.mutable_request_cancel_activity_task_command_attributes()->set_scheduled_event_id(
@@ -575,6 +765,118 @@ void WorkflowState::cancel_timer(const std::string& timer_id) {
   }
 }
 
+std::pair<std::shared_ptr<Pending>, int64_t> WorkflowState::start_child(
+    const std::string& workflow_type, Args args, const ChildWorkflowOptions& o) {
+  auto p = std::make_shared<Pending>();
+  int64_t seq = next_child_seq_++;
+  std::string id = o.workflow_id;
+  if (id.empty()) {
+    id = info_.workflow_id + "-child-" + std::to_string(seq);
+    if (!original_run_id_.empty()) id += "-" + original_run_id_.substr(0, 8);
+  }
+  commandv1::Command cmd;
+  cmd.set_command_type(enumsv1::COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION);
+  auto* a = cmd.mutable_start_child_workflow_execution_command_attributes();
+  a->set_workflow_id(id);
+  a->mutable_workflow_type()->set_name(workflow_type);
+  a->mutable_task_queue()->set_name(o.task_queue.empty() ? info_.task_queue : o.task_queue);
+  a->mutable_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_NORMAL);
+  encode_payloads(args, a->mutable_input());
+  if (o.execution_timeout.count() > 0)
+    set_duration(o.execution_timeout, a->mutable_workflow_execution_timeout());
+  if (o.run_timeout.count() > 0) set_duration(o.run_timeout, a->mutable_workflow_run_timeout());
+  if (o.task_timeout.count() > 0) set_duration(o.task_timeout, a->mutable_workflow_task_timeout());
+  switch (o.parent_close_policy) {
+    case ParentClosePolicy::kTerminate:
+      a->set_parent_close_policy(enumsv1::PARENT_CLOSE_POLICY_TERMINATE);
+      break;
+    case ParentClosePolicy::kAbandon:
+      a->set_parent_close_policy(enumsv1::PARENT_CLOSE_POLICY_ABANDON);
+      break;
+    case ParentClosePolicy::kRequestCancel:
+      a->set_parent_close_policy(enumsv1::PARENT_CLOSE_POLICY_REQUEST_CANCEL);
+      break;
+  }
+  if (o.retry_policy) {
+    auto* r = a->mutable_retry_policy();
+    set_duration(o.retry_policy->initial_interval, r->mutable_initial_interval());
+    r->set_backoff_coefficient(o.retry_policy->backoff_coefficient);
+    if (o.retry_policy->maximum_interval.count() > 0)
+      set_duration(o.retry_policy->maximum_interval, r->mutable_maximum_interval());
+    r->set_maximum_attempts(o.retry_policy->maximum_attempts);
+    for (const auto& t : o.retry_policy->non_retryable_error_types)
+      r->add_non_retryable_error_types(t);
+  }
+  commands_.push_back(std::move(cmd));
+  Child child;
+  child.pending = p;
+  child.workflow_id = id;
+  children_[seq] = std::move(child);
+  return {p, seq};
+}
+
+void WorkflowState::cancel_child(int64_t seq) {
+  auto it = children_.find(seq);
+  if (it == children_.end() || !it->second.pending) return;  // resolved already
+  Child& child = it->second;
+  if (child.initiated_event_id == 0) {
+    // The start command is still in this activation: never send it.
+    for (auto c = commands_.begin(); c != commands_.end(); ++c) {
+      if (c->command_type() == enumsv1::COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION &&
+          c->start_child_workflow_execution_command_attributes().workflow_id() ==
+              child.workflow_id) {
+        commands_.erase(c);
+        break;
+      }
+    }
+    auto p = std::move(child.pending);
+    child.pending = nullptr;
+    resolve(p, Failure::cancelled("child workflow " + child.workflow_id +
+                                  " cancelled before it was started"));
+    return;
+  }
+  if (child.run_id.empty()) {
+    child.cancel_wanted = true;  // sent when ChildWorkflowExecutionStarted arrives
+    return;
+  }
+  request_cancel_child_execution(seq);
+}
+
+void WorkflowState::request_cancel_child_execution(int64_t seq) {
+  Child& child = children_[seq];
+  if (child.cancel_sent) return;
+  child.cancel_sent = true;
+  commandv1::Command cmd;
+  cmd.set_command_type(enumsv1::COMMAND_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION);
+  auto* a = cmd.mutable_request_cancel_external_workflow_execution_command_attributes();
+  a->set_workflow_id(child.workflow_id);
+  a->set_run_id(child.run_id);
+  a->set_child_workflow_only(true);
+  commands_.push_back(std::move(cmd));
+}
+
+bool WorkflowState::patched(const std::string& patch_id, bool deprecated) {
+  if (!deprecated) {
+    if (auto m = patch_memo_.find(patch_id); m != patch_memo_.end()) return m->second;
+  }
+  // New code records the marker; a replayed task takes the new path only if it recorded it.
+  bool use = !replaying_ || task_patches_.count(patch_id) > 0;
+  if (deprecated) {
+    if (!use || !deprecated_sent_.insert(patch_id).second) return true;
+  } else {
+    patch_memo_[patch_id] = use;
+    if (!use) return false;
+  }
+  commandv1::Command cmd;
+  cmd.set_command_type(enumsv1::COMMAND_TYPE_RECORD_MARKER);
+  auto* a = cmd.mutable_record_marker_command_attributes();
+  a->set_marker_name(kPatchMarker);
+  encode_payloads(Args{Json{{"id", patch_id}, {"deprecated", deprecated}}},
+                  &(*a->mutable_details())[kPatchDataKey]);
+  commands_.push_back(std::move(cmd));
+  return true;
+}
+
 void WorkflowState::add_condition(std::function<bool()> pred, std::coroutine_handle<> h) {
   conditions_.emplace_back(std::move(pred), h);
 }
@@ -630,6 +932,13 @@ ActivityAwaitable WorkflowContext::execute_activity(const std::string& name, Arg
   auto [pending, id] = state_->schedule_activity(name, std::move(args), options);
   return ActivityAwaitable(std::move(pending), state_, std::move(id));
 }
+ChildWorkflowAwaitable WorkflowContext::start_child_workflow(const std::string& workflow_type,
+                                                             Args args,
+                                                             const ChildWorkflowOptions& options) {
+  auto [pending, seq] = state_->start_child(workflow_type, std::move(args), options);
+  return ChildWorkflowAwaitable(std::move(pending), state_, seq);
+}
+void ChildWorkflowAwaitable::cancel() { state_->cancel_child(seq_); }
 void ActivityAwaitable::cancel() {
   if (!activity_id_.empty()) state_->cancel_activity(activity_id_);
 }
@@ -670,6 +979,21 @@ void WorkflowContext::set_query_handler(const std::string& name,
 }
 bool WorkflowContext::cancel_requested() const { return state_->cancel_requested(); }
 bool WorkflowContext::is_replaying() const { return state_->is_replaying(); }
+ConditionAwaitable WorkflowContext::cancellation() {
+  internal::WorkflowState* s = state_;
+  return ConditionAwaitable(s, [s] { return s->cancel_requested(); });
+}
+bool WorkflowContext::patched(const std::string& patch_id) {
+  return state_->patched(patch_id, false);
+}
+void WorkflowContext::deprecate_patch(const std::string& patch_id) {
+  (void)state_->patched(patch_id, true);
+}
+int64_t WorkflowContext::history_length() const { return state_->history_length(); }
+int64_t WorkflowContext::history_size_bytes() const { return state_->history_size_bytes(); }
+bool WorkflowContext::continue_as_new_suggested() const {
+  return state_->continue_as_new_suggested();
+}
 
 WorkflowContext& WorkflowContext::current() {
   if (!g_current) throw std::logic_error("WorkflowContext::current() called outside workflow code");

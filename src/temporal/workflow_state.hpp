@@ -70,6 +70,15 @@ class WorkflowState {
                                                                      Args args,
                                                                      const ActivityOptions& o);
   void cancel_activity(const std::string& activity_id);
+  // Returns the pending result and the child's sequence number.
+  std::pair<std::shared_ptr<Pending>, int64_t> start_child(const std::string& workflow_type,
+                                                           Args args,
+                                                           const ChildWorkflowOptions& o);
+  void cancel_child(int64_t seq);
+  bool patched(const std::string& patch_id, bool deprecated);
+  int64_t history_length() const { return history_length_; }
+  int64_t history_size_bytes() const { return history_size_bytes_; }
+  bool continue_as_new_suggested() const { return continue_as_new_suggested_; }
   std::shared_ptr<Pending> start_timer(std::chrono::milliseconds d,
                                        std::string* timer_id = nullptr);
   void cancel_timer(const std::string& timer_id);
@@ -95,6 +104,9 @@ class WorkflowState {
   core::Status check_no_leftover(const historyv1::HistoryEvent* next, int task_index);
   void resolve(const std::shared_ptr<Pending>& p, ActivityResult result);
   core::Error nondeterminism(std::string message);
+  void request_cancel_child_execution(int64_t seq);
+  void resolve_child(int64_t initiated_event_id, ActivityResult result);
+  void cancel_everything_pending();
 
   WorkflowFunction fn_;
   WorkflowInfo info_;
@@ -119,6 +131,32 @@ class WorkflowState {
   std::map<std::string, std::shared_ptr<Pending>> timers_;  // pending, by timer id
   std::set<std::string> recorded_timers_;                   // TimerStarted seen
   std::map<int64_t, Json> recorded_side_effects_;           // from history, by seq
+  std::set<std::string> cancel_sent_activities_;            // RequestCancelActivityTask sent
+
+  struct Child {
+    std::shared_ptr<Pending> pending;  // null once resolved
+    std::string workflow_id;
+    std::string run_id;              // set when started
+    int64_t initiated_event_id = 0;  // set when the start command is recorded
+    bool cancel_wanted = false;      // cancel() called before the child started
+    bool cancel_sent = false;
+  };
+  int64_t next_child_seq_ = 1;
+  std::map<int64_t, Child> children_;              // by seq
+  std::map<int64_t, int64_t> child_by_initiated_;  // initiated event id -> seq
+
+  // Patches: markers recorded by each completed workflow task (by its started event id), the
+  // set for the task being replayed, and the answers given so far.
+  std::map<int64_t, int64_t> started_by_completed_event_;
+  std::map<int64_t, std::set<std::string>> patches_by_task_;
+  std::set<std::string> task_patches_;
+  std::map<std::string, bool> patch_memo_;
+  std::set<std::string> deprecated_sent_;
+
+  int64_t history_length_ = 0;
+  int64_t history_size_bytes_ = 0;
+  bool continue_as_new_suggested_ = false;
+  std::string original_run_id_;
 
   std::map<std::string, std::function<void(const Args&)>> signal_handlers_;
   std::map<std::string, std::deque<Args>> buffered_signals_;

@@ -2,6 +2,8 @@
 // and nondeterminism reports naming the mismatching command and event.
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include "codeact/temporal/worker.hpp"
 
 namespace codeact::temporal {
@@ -318,6 +320,212 @@ TEST(ReplayTest, WaitConditionSatisfiedCancelsItsTimer) {
   auto bad = old.replay(b.build());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("TimerStarted(timer_id='1')"), std::string::npos)
+      << bad.error().message();
+}
+
+TEST(ReplayTest, HistoryJsonWithShortEventTypeNamesIsRead) {
+  // Older exports (and the web UI's download) name event types "WorkflowExecutionStarted".
+  Json j = greet_history().to_json();
+  for (auto& e : j["events"]) {
+    std::string t = e["eventType"].get<std::string>().substr(std::string("EVENT_TYPE_").size());
+    std::string camel;
+    bool up = true;
+    for (char c : t) {
+      if (c == '_') {
+        up = true;
+        continue;
+      }
+      camel += up ? c : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      up = false;
+    }
+    e["eventType"] = camel;
+  }
+  ASSERT_EQ(j["events"][0]["eventType"], "WorkflowExecutionStarted");
+  auto h = History::from_json(j);
+  ASSERT_TRUE(h.ok()) << h.error().to_string();
+  EXPECT_EQ(h->event_count(), greet_history().event_count());
+  Replayer r;
+  r.register_workflow("Greet", greet);
+  auto st = r.replay(*h);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+  EXPECT_FALSE(History::from_json(Json{{"not", "a history"}}).ok());
+}
+
+// ---- versioning ----
+
+Json patch_marker(const std::string& id, bool deprecated, int64_t completed_event) {
+  return {{"markerName", "core_patch"},
+          {"details", {{"patch_data", payloads(Json{{"id", id}, {"deprecated", deprecated}})}}},
+          {"workflowTaskCompletedEventId", std::to_string(completed_event)}};
+}
+
+// Old code slept; the change runs an activity instead, guarded by patched().
+Task<Json> patched_code(WorkflowContext& ctx, Args) {
+  if (ctx.patched("use-activity")) {
+    auto r = co_await ctx.execute_activity("compose_greeting", "new", opts());
+    co_return std::move(r).value_or_throw();
+  }
+  co_await ctx.sleep(1s);
+  co_return "old";
+}
+
+History old_code_history() {
+  HistoryBuilder b;
+  b.started("P", nullptr).workflow_task().timer_started("1");
+  int64_t t = b.last_id();
+  b.timer_fired("1", t).workflow_task().completed("old");
+  return b.build();
+}
+
+History new_code_history(bool deprecated) {
+  HistoryBuilder b;
+  b.started("P", nullptr).workflow_task();
+  b.add("MARKER_RECORDED", "markerRecordedEventAttributes",
+        patch_marker("use-activity", deprecated, b.last_id()));
+  int64_t s = b.activity_scheduled("compose_greeting", "1");
+  b.activity_completed(s, "Hello, new!").workflow_task().completed("Hello, new!");
+  return b.build();
+}
+
+TEST(ReplayTest, PatchedTakesTheOldPathOnHistoriesOfTheOldCode) {
+  Replayer r;
+  r.register_workflow("P", patched_code);
+  auto st = r.replay(old_code_history());
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+TEST(ReplayTest, PatchedTakesTheNewPathWhereItsMarkerWasRecorded) {
+  Replayer r;
+  r.register_workflow("P", patched_code);
+  auto st = r.replay(new_code_history(false));
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+  // Dropping the patched() call before deprecating it is reported.
+  Replayer dropped;
+  dropped.register_workflow("P", [](WorkflowContext& ctx, Args) -> Task<Json> {
+    auto r = co_await ctx.execute_activity("compose_greeting", "new", opts());
+    co_return std::move(r).value_or_throw();
+  });
+  auto bad = dropped.replay(new_code_history(false));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("patch_id='use-activity'"), std::string::npos)
+      << bad.error().message();
+}
+
+TEST(ReplayTest, DeprecatedPatchMarkersReplayWithOrWithoutTheDeprecateCall) {
+  auto only_new = [](bool call_deprecate) {
+    return [call_deprecate](WorkflowContext& ctx, Args) -> Task<Json> {
+      if (call_deprecate) ctx.deprecate_patch("use-activity");
+      auto r = co_await ctx.execute_activity("compose_greeting", "new", opts());
+      co_return std::move(r).value_or_throw();
+    };
+  };
+  for (bool deprecated_marker : {false, true}) {
+    Replayer with_call;
+    with_call.register_workflow("P", only_new(true));
+    auto st = with_call.replay(new_code_history(deprecated_marker));
+    EXPECT_TRUE(st.ok()) << st.error().to_string();
+  }
+  Replayer without_call;
+  without_call.register_workflow("P", only_new(false));
+  auto st = without_call.replay(new_code_history(true));
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+// ---- cancellation ----
+
+// An activity runs until the workflow is cancelled; a cleanup activity runs after; the run
+// ends as cancelled.
+History cancelled_history() {
+  HistoryBuilder b;
+  b.started("C", nullptr).workflow_task();
+  int64_t work = b.activity_scheduled("wait", "1");
+  b.add("WORKFLOW_EXECUTION_CANCEL_REQUESTED", "workflowExecutionCancelRequestedEventAttributes",
+        {{"cause", "test"}});
+  b.workflow_task();
+  b.add("ACTIVITY_TASK_CANCEL_REQUESTED", "activityTaskCancelRequestedEventAttributes",
+        {{"scheduledEventId", std::to_string(work)},
+         {"workflowTaskCompletedEventId", std::to_string(b.last_id())}});
+  b.add("ACTIVITY_TASK_CANCELED", "activityTaskCanceledEventAttributes",
+        {{"scheduledEventId", std::to_string(work)}});
+  b.workflow_task();
+  int64_t cleanup = b.activity_scheduled("cleanup", "2");
+  b.activity_completed(cleanup, "cleaned").workflow_task();
+  b.add("WORKFLOW_EXECUTION_CANCELED", "workflowExecutionCanceledEventAttributes",
+        {{"workflowTaskCompletedEventId", std::to_string(b.last_id())}});
+  return b.build();
+}
+
+Task<Json> cleanup_code(WorkflowContext& ctx, Args) {
+  Args none;
+  ActivityResult work = co_await ctx.execute_activity("wait", none, opts());
+  ActivityResult cleaned = co_await ctx.execute_activity("cleanup", none, opts());
+  if (!work.ok() && work.failure().kind == FailureKind::kCanceled && ctx.cancel_requested())
+    throw CancelledError("cancelled after " + cleaned.value().get<std::string>());
+  co_return "finished";
+}
+
+TEST(ReplayTest, CancelRequestCancelsActivityAndCleanupRunsBeforeCancelledEnd) {
+  Replayer r;
+  r.register_workflow("C", cleanup_code);
+  auto st = r.replay(cancelled_history());
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+  // Returning instead of throwing completes the run, which this history does not have.
+  Replayer completes;
+  completes.register_workflow("C", [](WorkflowContext& ctx, Args) -> Task<Json> {
+    Args none;
+    ActivityResult work = co_await ctx.execute_activity("wait", none, opts());
+    ActivityResult cleaned = co_await ctx.execute_activity("cleanup", none, opts());
+    co_return cleaned.value();
+  });
+  auto bad = completes.replay(cancelled_history());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("CompleteWorkflowExecution"), std::string::npos)
+      << bad.error().message();
+}
+
+// ---- child workflows ----
+
+History child_history(const std::string& child_id) {
+  HistoryBuilder b;
+  b.started("Parent", nullptr).workflow_task();
+  b.add("START_CHILD_WORKFLOW_EXECUTION_INITIATED",
+        "startChildWorkflowExecutionInitiatedEventAttributes",
+        {{"workflowId", child_id},
+         {"workflowType", {{"name", "Kid"}}},
+         {"taskQueue", {{"name", "tq"}}},
+         {"workflowTaskCompletedEventId", std::to_string(b.last_id())}});
+  int64_t initiated = b.last_id();
+  b.add("CHILD_WORKFLOW_EXECUTION_STARTED", "childWorkflowExecutionStartedEventAttributes",
+        {{"initiatedEventId", std::to_string(initiated)},
+         {"workflowExecution", {{"workflowId", child_id}, {"runId", "kid-run"}}},
+         {"workflowType", {{"name", "Kid"}}}});
+  b.workflow_task();
+  b.add("CHILD_WORKFLOW_EXECUTION_COMPLETED", "childWorkflowExecutionCompletedEventAttributes",
+        {{"initiatedEventId", std::to_string(initiated)},
+         {"workflowExecution", {{"workflowId", child_id}, {"runId", "kid-run"}}},
+         {"result", payloads("kid says hi")}});
+  b.workflow_task().completed("kid says hi");
+  return b.build();
+}
+
+Task<Json> parent_code(WorkflowContext& ctx, Args) {
+  ChildWorkflowOptions o;
+  o.workflow_id = "kid-1";
+  Args none;
+  Outcome<Json> r = co_await ctx.start_child_workflow("Kid", none, o);
+  co_return std::move(r).value_or_throw();
+}
+
+TEST(ReplayTest, ChildWorkflowIsMatchedToItsInitiatedEventAndResolved) {
+  Replayer r;
+  r.register_workflow("Parent", parent_code);
+  auto st = r.replay(child_history("kid-1"));
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+  auto bad = r.replay(child_history("kid-2"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find(
+                "StartChildWorkflowExecution(workflow_type='Kid', workflow_id='kid-1')"),
+            std::string::npos)
       << bad.error().message();
 }
 

@@ -74,9 +74,15 @@ struct History {
   std::string workflow_id;
   std::string run_id;
   std::string serialized;
-  // The proto3 JSON form ({"events": [...]}) as tctl / the UI export it.
+  // The proto3 JSON form ({"events": [...]}), as `temporal workflow show --output json`
+  // writes it (camelCase fields, enum names like "EVENT_TYPE_WORKFLOW_EXECUTION_STARTED").
   Json to_json() const;
+  // Reads that form; short event type names ("WorkflowExecutionStarted", older exports) are
+  // accepted too, unknown fields ignored. workflow_id/run_id come from the started event.
+  // InvalidArgument when it is not a history.
   static core::Result<History> from_json(const Json& json);
+  // from_json on a file's contents. NotFound when it cannot be read.
+  static core::Result<History> load_json_file(const std::string& path);
   size_t event_count() const;
 };
 

@@ -52,6 +52,8 @@ struct Failure {
   // the code is not worth retrying (core's one mapping).
   static Failure from_error(const core::Error& error);
   static Failure rpc(const core::Error& error);
+  // A CanceledFailure (kind kCanceled, code kCancelled).
+  static Failure cancelled(std::string message);
 
   // The innermost cause (this failure when it has none).
   const Failure& root_cause() const;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,6 +23,18 @@
 
 namespace codeact::temporal {
 
+// What one workflow task cost the worker (for metrics and benchmarks).
+struct WorkflowTaskStats {
+  std::string workflow_id;
+  std::string run_id;
+  int64_t history_length = 0;  // the task's WorkflowTaskStarted event id
+  int events_fed = 0;          // events replayed for this task (all of them on a cache miss)
+  bool cache_hit = false;      // the run's cached state was reused
+  // From the poll's answer to the call that answers the task: history pages fetched, replay,
+  // workflow code, building the commands.
+  std::chrono::nanoseconds processing_time{0};
+};
+
 struct WorkerOptions {
   std::string task_queue;         // REQUIRED
   int workflow_task_pollers = 2;  // also the number of workflow tasks processed at once
@@ -31,6 +44,9 @@ struct WorkerOptions {
   // sends only new events). 0 = none: every task replays the run's full history.
   int max_cached_workflows = 500;
   std::string identity;  // "" = the client's identity
+  // Called after each completed workflow task (not for queries), on a poller thread; must be
+  // thread-safe and quick. Empty = none.
+  std::function<void(const WorkflowTaskStats&)> on_workflow_task;
 };
 
 class Worker {
@@ -64,6 +80,10 @@ class Replayer {
   // OK when the code reproduces the history's commands; FailedPrecondition with a message
   // naming the mismatching command and event ("nondeterminism: ...") otherwise.
   core::Status replay(const History& history) const;
+  // Replays a history exported with `temporal workflow show -w <id> --output json > path`:
+  // keep such files next to the tests of a workflow, and a change that would break running
+  // workflows fails its test. Errors as replay(), or from History::load_json_file.
+  core::Status replay_file(const std::string& path) const;
 
  private:
   std::map<std::string, WorkflowFunction> workflows_;

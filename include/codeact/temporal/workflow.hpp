@@ -16,8 +16,23 @@
 // NON_DETERMINISTIC. Use ctx.now(), ctx.random(), ctx.uuid() and ctx.side_effect() instead of
 // clocks, random devices and I/O; do I/O in activities. Do not block or start threads.
 //
-// Throwing ApplicationError fails the workflow with that failure; any other exception fails
-// the workflow task (the server retries it, so a fixed worker can resume the run).
+// How a run ends: returning a value completes it. Throwing ApplicationError fails it with that
+// failure, except that a failure of kind kCanceled (CancelledError, or the failure of a
+// cancelled activity or child re-thrown by value_or_throw) thrown *after a cancel request*
+// ends the run as Canceled (CancelWorkflowExecution); without a cancel request it fails the
+// run. Any other exception fails the workflow task (the server retries it, so a fixed worker
+// can resume the run).
+//
+// Cancellation: a client's cancel request makes cancel_requested() true (await it with
+// cancellation()), and asks every activity and child workflow pending at that moment to cancel
+// (activities learn it through their next heartbeat; their awaitables then give a kCanceled
+// Failure unless they finish first). Timers keep running. Nothing else is interrupted: the code
+// decides what to do, and may still schedule and await activities (cleanup) before it returns
+// or throws CancelledError.
+//
+// Versioning: patched("id") lets changed code still replay runs written by the old code (see
+// the method). Children: start_child_workflow. Size: history_length() and friends tell the code
+// when to continue_as_new.
 // The WorkflowContext and everything it returns belong to one run; use them only from that
 // run's coroutines.
 #pragma once
@@ -68,6 +83,27 @@ struct WorkflowInfo {
 
 using ActivityResult = Outcome<Json>;
 
+// What happens to a child workflow when its parent closes (completes, fails, is cancelled,
+// continues as new, ...). The server applies it.
+enum class ParentClosePolicy { kTerminate, kAbandon, kRequestCancel };
+
+struct ChildWorkflowOptions {
+  std::string workflow_id;  // "" = "<parent workflow id>-child-<n>-<run id prefix>"
+  std::string task_queue;   // "" = the parent's task queue
+  std::chrono::milliseconds execution_timeout{0};  // 0 = unlimited
+  std::chrono::milliseconds run_timeout{0};        // 0 = unlimited
+  std::chrono::milliseconds task_timeout{0};       // 0 = server default (10s)
+  ParentClosePolicy parent_close_policy = ParentClosePolicy::kTerminate;
+  std::optional<RetryPolicy> retry_policy;  // nullopt = no retries of the child run
+};
+
+// Thrown by workflow code to end the run as cancelled (see "How a run ends" above).
+class CancelledError : public ApplicationError {
+ public:
+  explicit CancelledError(const std::string& message = "workflow cancelled")
+      : ApplicationError(Failure::cancelled(message)) {}
+};
+
 // Thrown by WorkflowContext::continue_as_new; the runtime turns it into the command.
 struct ContinueAsNew {
   Args args;
@@ -101,6 +137,29 @@ class ActivityAwaitable {
   std::shared_ptr<internal::Pending> p_;
   internal::WorkflowState* state_;
   std::string activity_id_;
+};
+
+// A started (or starting) child workflow. co_await it (once) for its result: the value the
+// child returned, or a Failure: kApplication/kTimeout/kTerminated/kCanceled as the child ended,
+// or kServer with type "ChildWorkflowAlreadyStarted" when the server refused to start it
+// (e.g. a running workflow already has that id).
+class ChildWorkflowAwaitable {
+ public:
+  ChildWorkflowAwaitable(std::shared_ptr<internal::Pending> p, internal::WorkflowState* state,
+                         int64_t seq)
+      : p_(std::move(p)), state_(state), seq_(seq) {}
+  bool await_ready() const noexcept { return p_->resolved; }
+  void await_suspend(std::coroutine_handle<> h) noexcept { p_->waiter = h; }
+  Outcome<Json> await_resume() { return std::move(*p_->result); }
+  // Requests cancellation of the child (RequestCancelExternalWorkflowExecution, sent once it
+  // has started). The child sees a cancel request; the result is a kCanceled Failure if the
+  // child ends as cancelled. A child whose start was not yet sent is not started at all.
+  void cancel();
+
+ private:
+  std::shared_ptr<internal::Pending> p_;
+  internal::WorkflowState* state_;
+  int64_t seq_;
 };
 
 class TimerAwaitable {
@@ -143,6 +202,9 @@ class WorkflowContext {
                                      const ActivityOptions& options) {
     return execute_activity(name, Args(1, arg), options);
   }
+  // Starts a child workflow now; co_await the result (several may run in parallel).
+  ChildWorkflowAwaitable start_child_workflow(const std::string& workflow_type, Args args,
+                                              const ChildWorkflowOptions& options);
   // A durable timer. REQUIRES: duration > 0.
   TimerAwaitable sleep(std::chrono::milliseconds duration);
   // Resumes when pred() is true; pred is re-evaluated after every change of workflow state.
@@ -165,7 +227,27 @@ class WorkflowContext {
   void set_query_handler(const std::string& name, std::function<Json(const Args&)> handler);
 
   bool cancel_requested() const;
+  // Resumes once a cancel request has arrived (at once if it already has).
+  ConditionAwaitable cancellation();
   bool is_replaying() const;
+
+  // Versioning. patched(id) returns true when this run takes the new code path: always in a
+  // run executing new code (a "core_patch" marker is recorded in history, as the official
+  // SDKs do), and on replay exactly when the workflow task being replayed recorded that marker,
+  // so runs written by the old code keep taking the old path. The answer for an id is fixed
+  // for the rest of the run. Write `if (ctx.patched("x")) { new } else { old }`.
+  // Once no run of the old code remains, replace the call by deprecate_patch("x") and keep only
+  // the new code; later the call can be removed (deprecated markers in history are skipped).
+  bool patched(const std::string& patch_id);
+  void deprecate_patch(const std::string& patch_id);
+
+  // The size of the run's history as of the current workflow task, to continue_as_new before
+  // the server's limits: the number of events (the task's WorkflowTaskStarted event id), the
+  // size in bytes (0 when the server does not report it), and the server's suggestion to
+  // continue as new.
+  int64_t history_length() const;
+  int64_t history_size_bytes() const;
+  bool continue_as_new_suggested() const;
   [[noreturn]] void continue_as_new(Args args) { throw ContinueAsNew{std::move(args)}; }
 
   // The context of the workflow whose code is running on this thread.
