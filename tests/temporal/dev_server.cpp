@@ -109,5 +109,6 @@ Client DevServer::client() {
 
 std::string DevServer::python() { return std::string(CODEACT_SOURCE_DIR) + "/.venv/bin/python"; }
 std::string DevServer::temp_dir() { return g_dir; }
+std::string DevServer::temporal_cli() { return temporal_binary(); }
 
 }  // namespace codeact::temporal::testing

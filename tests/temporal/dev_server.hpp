@@ -24,6 +24,8 @@ class DevServer : public ::testing::Environment {
   // The repo's .venv python, for tests that drive the Python temporalio client.
   static std::string python();
   static std::string temp_dir();
+  // The `temporal` CLI the server runs from.
+  static std::string temporal_cli();
 
  private:
   std::optional<core::Subprocess> server_;

@@ -9,68 +9,12 @@
 #include <thread>
 
 #include "codeact/core/subprocess.hpp"
-#include "dev_server.hpp"
-#include "test_workflows.hpp"
+#include "temporal_test_fixture.hpp"
 
 namespace codeact::temporal::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-class TemporalTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    client_.emplace(DevServer::client());
-    queue_ = unique_name("tq");
-  }
-  void TearDown() override {
-    if (worker_) worker_->shutdown(5s);
-  }
-  Worker& start_worker() {
-    WorkerOptions o;
-    o.task_queue = queue_;
-    worker_ = std::make_unique<Worker>(*client_, o);
-    register_test_workflows(*worker_);
-    auto st = worker_->start();
-    EXPECT_TRUE(st.ok());
-    return *worker_;
-  }
-  StartWorkflowOptions start_options(const std::string& prefix) {
-    StartWorkflowOptions o;
-    o.id = unique_name(prefix);
-    o.task_queue = queue_;
-    o.execution_timeout = 60s;
-    return o;
-  }
-  // Polls `query` until it returns `want` (or 15 s pass).
-  bool wait_for_query(
-      const std::string& id, const std::string& query, const Json& want,
-      const std::function<Json(const Json&)>& pick = [](const Json& j) { return j; }) {
-    for (int i = 0; i < 300; ++i) {
-      auto r = client_->query_workflow(id, "", query);
-      if (r.ok() && pick(*r) == want) return true;
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
-  }
-  Json run_python(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {
-        DevServer::python(),
-        std::string(CODEACT_SOURCE_DIR) + "/tests/temporal/py/client_scenarios.py"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto r = core::run_process(argv, 120s);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
-    if (!r.ok()) return nullptr;
-    EXPECT_EQ(r->exit_code, 0) << r->stderr_text;
-    auto j = core::parse_json(r->stdout_text);
-    EXPECT_TRUE(j.ok()) << r->stdout_text << r->stderr_text;
-    return j.ok() ? *j : Json(nullptr);
-  }
-
-  std::optional<Client> client_;
-  std::string queue_;
-  std::unique_ptr<Worker> worker_;
-};
 
 TEST_F(TemporalTest, CppClientRunsActivityTimerSignalAndReadsResult) {
   start_worker();
@@ -148,8 +92,10 @@ TEST_F(TemporalTest, FailedTerminatedAndCancelledRunsAreTypedErrors) {
 
   auto c = start_options("durable-cancel");
   ASSERT_TRUE(client_->start_workflow("Durable", {DevServer::temp_dir() + "/" + c.id}, c).ok());
+  ASSERT_TRUE(wait_for_query(c.id, "stage", "waiting"));
   ASSERT_TRUE(client_->cancel_workflow(c.id).ok());
-  // Durable ignores cancellation; cancel requests are recorded, the run continues.
+  // Durable ignores cancellation (no activity is pending while it waits for its signal):
+  // the cancel request is recorded, the run continues.
   auto d = client_->describe_workflow(c.id);
   ASSERT_TRUE(d.ok());
   ASSERT_TRUE(client_->terminate_workflow(c.id).ok());

@@ -1,6 +1,7 @@
 // Workflows and activities the integration tests host, in-process or in temporal_test_worker.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <string>
@@ -148,7 +149,210 @@ inline Task<Json> cancel_activity_workflow(WorkflowContext& ctx, Args) {
                  {"message", r.failure().message}};
 }
 
+// ---- child workflows ----
+
+// A child: greets its argument through an activity.
+inline Task<Json> child_greeter_workflow(WorkflowContext& ctx, Args args) {
+  auto r = co_await ctx.execute_activity("compose_greeting", args.at(0), quick_activity());
+  co_return Json{{"greeting", std::move(r).value_or_throw()},
+                 {"task_queue", ctx.info().task_queue},
+                 {"workflow_id", ctx.info().workflow_id}};
+}
+
+// Waits until cancelled (or for args[0] ms), then ends as cancelled.
+inline Task<Json> wait_for_cancel_workflow(WorkflowContext& ctx, Args args) {
+  int64_t ms = args.empty() ? 60000 : args[0].get<int64_t>();
+  bool done = co_await ctx.wait_condition([&] { return ctx.cancel_requested(); },
+                                          std::chrono::milliseconds(ms));
+  if (done) throw CancelledError("child saw its cancel request");
+  co_return "not cancelled";
+}
+
+// Starts three children: one that succeeds (own id and task queue), one that fails, one that
+// it cancels after it started. Returns what each gave back.
+inline Task<Json> parent_workflow(WorkflowContext& ctx, Args args) {
+  std::string prefix = ctx.info().workflow_id;
+  ChildWorkflowOptions ok_opts;
+  ok_opts.workflow_id = prefix + "-ok";
+  ok_opts.task_queue = args.at(0).get<std::string>();
+  ok_opts.execution_timeout = std::chrono::seconds(30);
+  auto ok_child = ctx.start_child_workflow("ChildGreeter", Args{Json("child")}, ok_opts);
+  ChildWorkflowOptions fail_opts;
+  fail_opts.workflow_id = prefix + "-fail";
+  auto fail_child = ctx.start_child_workflow("Reject", Args{Json("kid")}, fail_opts);
+  ChildWorkflowOptions cancel_opts;  // default id
+  auto cancel_child = ctx.start_child_workflow("WaitForCancel", Args{Json(30000)}, cancel_opts);
+  co_await ctx.sleep(std::chrono::milliseconds(500));
+  cancel_child.cancel();
+  Outcome<Json> ok = co_await ok_child;
+  Outcome<Json> failed = co_await fail_child;
+  Outcome<Json> cancelled = co_await cancel_child;
+  // A second child with the id of a running one is refused by the server.
+  ChildWorkflowOptions dup_opts;
+  dup_opts.workflow_id = prefix + "-long";
+  auto long_child = ctx.start_child_workflow("WaitForCancel", Args{Json(30000)}, dup_opts);
+  co_await ctx.sleep(std::chrono::milliseconds(300));
+  auto dup_child = ctx.start_child_workflow("WaitForCancel", Args{Json(30000)}, dup_opts);
+  Outcome<Json> dup = co_await dup_child;
+  long_child.cancel();
+  Outcome<Json> long_result = co_await long_child;
+  auto describe = [](const Outcome<Json>& o) {
+    if (o.ok()) return Json{{"ok", true}, {"value", o.value()}};
+    return Json{{"ok", false},
+                {"kind", std::string(failure_kind_name(o.failure().kind))},
+                {"type", o.failure().type},
+                {"message", o.failure().message}};
+  };
+  co_return Json{{"ok", describe(ok)},
+                 {"failed", describe(failed)},
+                 {"cancelled", describe(cancelled)},
+                 {"duplicate", describe(dup)},
+                 {"long", describe(long_result)}};
+}
+
+// Starts two long children with the given ids and parent close policies, then completes.
+inline Task<Json> closing_parent_workflow(WorkflowContext& ctx, Args args) {
+  ChildWorkflowOptions abandon;
+  abandon.workflow_id = args.at(0).get<std::string>();
+  abandon.parent_close_policy = ParentClosePolicy::kAbandon;
+  ChildWorkflowOptions terminate;
+  terminate.workflow_id = args.at(1).get<std::string>();
+  terminate.parent_close_policy = ParentClosePolicy::kTerminate;
+  ChildWorkflowOptions request_cancel;
+  request_cancel.workflow_id = args.at(2).get<std::string>();
+  request_cancel.parent_close_policy = ParentClosePolicy::kRequestCancel;
+  [[maybe_unused]] auto a = ctx.start_child_workflow("WaitForCancel", Args{Json(30000)}, abandon);
+  [[maybe_unused]] auto t = ctx.start_child_workflow("WaitForCancel", Args{Json(30000)}, terminate);
+  [[maybe_unused]] auto c =
+      ctx.start_child_workflow("WaitForCancel", Args{Json(30000)}, request_cancel);
+  co_await ctx.sleep(std::chrono::milliseconds(300));  // let the children start
+  co_return "parent done";
+}
+
+// ---- cancellation ----
+
+// Runs a heartbeating activity until the workflow is cancelled; then runs a cleanup activity
+// (record args[0] "cleanup") and either throws CancelledError (args[1] == "throw") or returns.
+inline Task<Json> cancellable_workflow(WorkflowContext& ctx, Args args) {
+  std::string path = args.at(0).get<std::string>();
+  std::string mode = args.at(1).get<std::string>();
+  std::string stage = "working";
+  ctx.set_query_handler("stage", [&](const Args&) { return Json(stage); });
+  ActivityOptions o;
+  o.start_to_close_timeout = std::chrono::seconds(30);
+  o.heartbeat_timeout = std::chrono::seconds(2);
+  ActivityResult work = co_await ctx.execute_activity("wait_for_cancel", Args(), o);
+  stage = "cleaning";
+  Args record_args{path, "cleanup"};
+  auto cleanup = co_await ctx.execute_activity("record", std::move(record_args), quick_activity());
+  Json report{{"cancel_requested", ctx.cancel_requested()},
+              {"activity_cancelled", !work.ok() && work.failure().kind == FailureKind::kCanceled},
+              {"cleanup", std::move(cleanup).value_or_throw()}};
+  if (mode == "throw") throw CancelledError("cancelled after cleanup");
+  co_return report;
+}
+
+// ---- versioning ----
+
+// Version 1: greet "v1", wait for signal "go".
+inline Task<Json> patch_v1(WorkflowContext& ctx, Args) {
+  bool go = false;
+  ctx.set_signal_handler("go", [&](const Args&) { go = true; });
+  auto r = co_await ctx.execute_activity("compose_greeting", "v1", quick_activity());
+  co_await ctx.wait_condition([&] { return go; });
+  co_return std::move(r).value_or_throw();
+}
+// Version 2, changed with patched(): new runs greet "v2" after a timer; old runs keep v1.
+inline Task<Json> patch_v2(WorkflowContext& ctx, Args) {
+  bool go = false;
+  ctx.set_signal_handler("go", [&](const Args&) { go = true; });
+  Outcome<Json> r = Json(nullptr);
+  if (ctx.patched("greet-v2")) {
+    co_await ctx.sleep(std::chrono::milliseconds(10));
+    r = co_await ctx.execute_activity("compose_greeting", "v2", quick_activity());
+  } else {
+    r = co_await ctx.execute_activity("compose_greeting", "v1", quick_activity());
+  }
+  co_await ctx.wait_condition([&] { return go; });
+  co_return std::move(r).value_or_throw();
+}
+// Version 2 changed without patched(): breaks runs of version 1.
+inline Task<Json> patch_v2_unguarded(WorkflowContext& ctx, Args) {
+  bool go = false;
+  ctx.set_signal_handler("go", [&](const Args&) { go = true; });
+  co_await ctx.sleep(std::chrono::milliseconds(10));
+  auto r = co_await ctx.execute_activity("compose_greeting", "v2", quick_activity());
+  co_await ctx.wait_condition([&] { return go; });
+  co_return std::move(r).value_or_throw();
+}
+// Version 3: no v1 runs remain; the patch is deprecated, only the new code is left.
+inline Task<Json> patch_v3(WorkflowContext& ctx, Args) {
+  bool go = false;
+  ctx.set_signal_handler("go", [&](const Args&) { go = true; });
+  ctx.deprecate_patch("greet-v2");
+  co_await ctx.sleep(std::chrono::milliseconds(10));
+  auto r = co_await ctx.execute_activity("compose_greeting", "v2", quick_activity());
+  co_await ctx.wait_condition([&] { return go; });
+  co_return std::move(r).value_or_throw();
+}
+// Version 4: the deprecate_patch call is gone too.
+inline Task<Json> patch_v4(WorkflowContext& ctx, Args) {
+  bool go = false;
+  ctx.set_signal_handler("go", [&](const Args&) { go = true; });
+  co_await ctx.sleep(std::chrono::milliseconds(10));
+  auto r = co_await ctx.execute_activity("compose_greeting", "v2", quick_activity());
+  co_await ctx.wait_condition([&] { return go; });
+  co_return std::move(r).value_or_throw();
+}
+
+// ---- history size ----
+
+// Runs activities until the history has at least args[1] events, then continues as new with
+// one run fewer (args[0]); the last run returns the lengths each of its tasks saw.
+inline Task<Json> compacting_workflow(WorkflowContext& ctx, Args args) {
+  int runs_left = args.at(0).get<int>();
+  int64_t limit = args.at(1).get<int64_t>();
+  Json seen = Json::array();
+  int64_t max_bytes = 0;
+  bool suggested = false;
+  while (ctx.history_length() < limit) {
+    seen.push_back(ctx.history_length());
+    max_bytes = std::max(max_bytes, ctx.history_size_bytes());
+    suggested = suggested || ctx.continue_as_new_suggested();
+    auto r = co_await ctx.execute_activity("compose_greeting", "size", quick_activity());
+    (void)std::move(r).value_or_throw();
+  }
+  if (runs_left > 0) ctx.continue_as_new({Json(runs_left - 1), Json(limit)});
+  co_return Json{{"lengths", seen},
+                 {"final_length", ctx.history_length()},
+                 {"max_size_bytes", max_bytes},
+                 {"suggested", suggested}};
+}
+
+// ---- sticky cache ----
+
+// args[0] sequential activities with a short timer between them; returns the greetings.
+inline Task<Json> steps_workflow(WorkflowContext& ctx, Args args) {
+  int n = args.at(0).get<int>();
+  std::string who = args.at(1).get<std::string>();
+  Json out = Json::array();
+  for (int i = 0; i < n; ++i) {
+    auto r = co_await ctx.execute_activity("compose_greeting", who + "#" + std::to_string(i),
+                                           quick_activity());
+    out.push_back(std::move(r).value_or_throw());
+    if (i % 2 == 0) co_await ctx.sleep(std::chrono::milliseconds(20));
+  }
+  co_return out;
+}
+
 inline void register_test_workflows(Worker& w) {
+  w.register_workflow("ChildGreeter", child_greeter_workflow);
+  w.register_workflow("WaitForCancel", wait_for_cancel_workflow);
+  w.register_workflow("Parent", parent_workflow);
+  w.register_workflow("ClosingParent", closing_parent_workflow);
+  w.register_workflow("Cancellable", cancellable_workflow);
+  w.register_workflow("Compacting", compacting_workflow);
+  w.register_workflow("Steps", steps_workflow);
   w.register_workflow("Countdown", countdown_workflow);
   w.register_workflow("CancelActivity", cancel_activity_workflow);
   w.register_activity("wait_for_cancel", wait_for_cancel_activity);

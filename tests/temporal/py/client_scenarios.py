@@ -54,15 +54,38 @@ async def hello(client: Client, args) -> dict:
     return {"result": result}
 
 
+async def cancel(client: Client, args) -> dict:
+    handle = await client.start_workflow(
+        "Cancellable", args=[args.arg, "throw"], id=args.workflow_id, task_queue=args.task_queue,
+        execution_timeout=timedelta(seconds=60))
+    # Cancel once the workflow's activity is running.
+    for _ in range(300):
+        desc = await handle.describe()
+        if desc.raw_description.pending_activities:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)
+    await handle.cancel()
+    out = {}
+    try:
+        out["unexpected_result"] = await handle.result()
+    except WorkflowFailureError as err:
+        out["error"] = type(err.cause).__name__
+    desc = await handle.describe()
+    out["status"] = desc.status.name if desc.status else None
+    return out
+
+
 async def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("scenario", choices=["scenario", "reject", "hello"])
+    p.add_argument("scenario", choices=["scenario", "reject", "hello", "cancel"])
     p.add_argument("--address", required=True)
     p.add_argument("--task-queue", required=True)
     p.add_argument("--workflow-id", required=True)
+    p.add_argument("--arg", default="")
     args = p.parse_args()
     client = await Client.connect(args.address)
-    fn = {"scenario": scenario, "reject": reject, "hello": hello}[args.scenario]
+    fn = {"scenario": scenario, "reject": reject, "hello": hello, "cancel": cancel}[args.scenario]
     out = await asyncio.wait_for(fn(client, args), timeout=90)
     print(json.dumps(out))
     return 0
