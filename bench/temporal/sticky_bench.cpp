@@ -1,0 +1,207 @@
+// Sticky cache vs full replay: a workflow of N sequential activities (N = 500 by default) run
+// twice against one dev server in the same process, by a worker with the sticky cache
+// (max_cached_workflows = 500) and by one without (0: every workflow task replays the whole
+// history). WorkerOptions::on_workflow_task gives each task's processing time (from the poll's
+// answer to the RespondWorkflowTaskCompleted call: history pages, replay, workflow code); the
+// program prints the mean of the first 50 and the last 50 tasks of each mode and their ratios.
+// With the cache, the time per task should not grow with the history.
+//
+//   temporal_sticky_bench [--activities 500] [--temporal <repo>/.venv/bin/temporal]
+//                         [--address host:port  (use a running server instead)]
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "codeact/core/subprocess.hpp"
+#include "codeact/temporal/worker.hpp"
+
+namespace tp = codeact::temporal;
+namespace core = codeact::core;
+using core::Json;
+
+namespace {
+
+tp::Task<Json> sequence_workflow(tp::WorkflowContext& ctx, tp::Args args) {
+  int n = args.empty() ? 500 : args[0].get<int>();
+  tp::ActivityOptions options;
+  options.start_to_close_timeout = std::chrono::seconds(10);
+  for (int i = 0; i < n; ++i) {
+    auto r = co_await ctx.execute_activity("noop", Json(i), options);
+    if (!r.ok()) throw tp::ApplicationError(r.failure());
+  }
+  co_return Json(n);
+}
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+struct ModeResult {
+  std::vector<tp::WorkflowTaskStats> tasks;
+  double wall_s = 0;
+};
+
+double mean_ms(const std::vector<tp::WorkflowTaskStats>& t, size_t from, size_t count) {
+  double sum = 0;
+  size_t n = 0;
+  for (size_t i = from; i < t.size() && n < count; ++i, ++n)
+    sum += std::chrono::duration<double, std::milli>(t[i].processing_time).count();
+  return n ? sum / static_cast<double>(n) : 0;
+}
+
+std::optional<ModeResult> run_mode(tp::Client& client, int cache_size, int n) {
+  static int round = 0;
+  std::string queue = "sticky-bench-" + std::to_string(getpid()) + "-" + std::to_string(++round);
+  ModeResult out;
+  std::mutex mu;
+  tp::WorkerOptions wo;
+  wo.task_queue = queue;
+  wo.max_cached_workflows = cache_size;
+  const std::string id = queue + "-wf";
+  wo.on_workflow_task = [&](const tp::WorkflowTaskStats& s) {
+    if (s.workflow_id != id) return;
+    std::lock_guard<std::mutex> lock(mu);
+    out.tasks.push_back(s);
+  };
+  tp::Worker worker(client, wo);
+  worker.register_workflow("Sequence", sequence_workflow);
+  worker.register_activity("noop",
+                           [](tp::ActivityContext&, const tp::Args& a) -> core::Result<Json> {
+                             return a.empty() ? Json(nullptr) : a[0];
+                           });
+  if (auto st = worker.start(); !st.ok()) {
+    std::cerr << st.error().to_string() << "\n";
+    return std::nullopt;
+  }
+  tp::StartWorkflowOptions so;
+  so.id = id;
+  so.task_queue = queue;
+  auto t0 = std::chrono::steady_clock::now();
+  auto run = client.start_workflow("Sequence", {Json(n)}, so);
+  if (!run.ok()) {
+    std::cerr << run.error().to_string() << "\n";
+    return std::nullopt;
+  }
+  auto result = client.get_result(id, run->run_id, std::chrono::minutes(10));
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  worker.shutdown(std::chrono::seconds(5));
+  if (!result.ok() || *result != Json(n)) {
+    std::cerr << "workflow did not complete: "
+              << (result.ok() ? result->dump() : result.failure().to_string()) << "\n";
+    return std::nullopt;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = 500;
+  std::string address;
+  std::string temporal = std::string(CODEACT_SOURCE_DIR) + "/.venv/bin/temporal";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--activities")) n = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--address")) address = argv[i + 1];
+    if (!std::strcmp(argv[i], "--temporal")) temporal = argv[i + 1];
+  }
+  std::optional<core::Subprocess> server;
+  std::string dir;
+  if (address.empty()) {
+    char tmpl[] = "/tmp/codeact-sticky-bench-XXXXXX";
+    dir = mkdtemp(tmpl);
+    int port = free_port();
+    address = "127.0.0.1:" + std::to_string(port);
+    core::ProcessOptions po;
+    po.argv = {"/bin/sh",
+               "-c",
+               "exec \"$0\" \"$@\" >\"" + dir + "/server.log\" 2>&1",
+               temporal,
+               "server",
+               "start-dev",
+               "--headless",
+               "--ip",
+               "127.0.0.1",
+               "--port",
+               std::to_string(port),
+               "--db-filename",
+               dir + "/bench.db",
+               "--log-level",
+               "error"};
+    po.pipe_stdout = false;
+    po.pipe_stderr = false;
+    auto p = core::Subprocess::spawn(po);
+    if (!p.ok()) {
+      std::cerr << "cannot start " << temporal << ": " << p.error().to_string() << "\n";
+      return 1;
+    }
+    server.emplace(std::move(p).value());
+  }
+  tp::ClientOptions co;
+  co.address = address;
+  auto client = tp::Client::connect(co, std::chrono::seconds(60));
+  if (!client.ok()) {
+    std::cerr << client.error().to_string() << "\n";
+    return 1;
+  }
+  for (int i = 0; i < 200; ++i) {  // the default namespace is registered asynchronously
+    auto d = client->describe_workflow("codeact-probe-does-not-exist");
+    if (!d.ok() && d.error().code() == core::Code::kNotFound) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  (void)run_mode(*client, 500, 5);  // warm-up: connections, first tasks
+  auto cached = run_mode(*client, 500, n);
+  auto full = run_mode(*client, 0, n);
+  if (server) {
+    server->kill(9);
+    (void)server->wait(std::chrono::seconds(10));
+    std::filesystem::remove_all(dir);
+  }
+  if (!cached || !full) return 1;
+
+  const size_t k = 50;
+  std::printf(
+      "Sticky cache vs full replay: workflow of %d sequential activities, same dev server, "
+      "same run\n",
+      n);
+  std::printf("%-22s%7s%10s%16s%15s%14s%12s\n", "mode", "tasks", "wall (s)", "sum of WFT (ms)",
+              "first 50 (ms)", "last 50 (ms)", "last/first");
+  double firsts[2], lasts[2];
+  int i = 0;
+  for (auto* m : {&*cached, &*full}) {
+    const auto& t = m->tasks;
+    double total = mean_ms(t, 0, t.size()) * static_cast<double>(t.size());
+    firsts[i] = mean_ms(t, 0, k);
+    lasts[i] = mean_ms(t, t.size() > k ? t.size() - k : 0, k);
+    int hits = 0;
+    for (const auto& s : t) hits += s.cache_hit ? 1 : 0;
+    std::printf("%-22s%7zu%10.2f%16.1f%15.3f%14.3f%12.2f\n",
+                i == 0 ? "sticky cache (500)" : "full replay (cache 0)", t.size(), m->wall_s, total,
+                firsts[i], lasts[i], firsts[i] > 0 ? lasts[i] / firsts[i] : 0);
+    std::printf("  cache hits %d of %zu tasks; history length at the last task %lld\n", hits,
+                t.size(), t.empty() ? 0LL : static_cast<long long>(t.back().history_length));
+    ++i;
+  }
+  std::printf("full replay / sticky cache, mean of the last 50 tasks: %.1fx\n",
+              lasts[0] > 0 ? lasts[1] / lasts[0] : 0);
+  return 0;
+}
