@@ -20,6 +20,7 @@
 #include "codeact/codeact/codeact_agent.hpp"
 #include "codeact/core/cancel.hpp"
 #include "codeact/core/json.hpp"
+#include "codeact/mcp/server_config.hpp"
 
 namespace codeact::cli {
 namespace {
@@ -36,6 +37,7 @@ struct RunFlags {
   std::string agent = "simple_agent";
   std::vector<std::string> packages;
   std::vector<std::string> system_packages;
+  std::vector<std::string> mcp_servers;
   bool network = false;
   std::string workflow_id;
   bool no_durable = false;
@@ -72,6 +74,7 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const s
   in.model = model_name;
   in.python_packages = f.packages;
   in.system_packages = f.system_packages;
+  in.mcp_servers = f.mcp_servers;
   in.network = f.network;
   in.keep_sandbox = f.keep_sandbox;
   in.remove_volume = f.remove_volume;
@@ -158,6 +161,23 @@ int run(const RunFlags& f) {
     return model.error().code() == core::Code::kFailedPrecondition ? kExitUsage : code;
   }
 
+  // Unknown --mcp names fail here, before anything starts.
+  if (!f.mcp_servers.empty()) {
+    auto entries = mcp::parse_mcp_servers(builder->config.raw);
+    if (!entries.ok()) return report(entries.error());
+    std::string known;
+    for (const auto& e : *entries) known += (known.empty() ? "" : ", ") + e.name;
+    for (const auto& name : f.mcp_servers) {
+      bool found = false;
+      for (const auto& e : *entries) found = found || e.name == name;
+      if (!found) {
+        std::cerr << "codeact: --mcp " << name << ": no such server in mcp_servers of "
+                  << (builder->config.source.empty() ? std::string("app_conf.yml") : builder->config.source)
+                  << " (configured: " << (known.empty() ? std::string("none") : known) << ")\n";
+        return kExitUsage;
+      }
+    }
+  }
   // The model was resolved above; give the builder the same name so the run uses it.
   builder->model = *model_name;
   if (!f.no_durable) return run_durable(f, *builder, *model_name);
@@ -171,6 +191,7 @@ int run(const RunFlags& f) {
   options.sandbox_id = f.workflow_id;
   options.python_packages = f.packages;
   options.system_packages = f.system_packages;
+  options.mcp_servers = f.mcp_servers;
   options.network = f.network;
   options.keep_sandbox = f.keep_sandbox;
   options.remove_volume = f.remove_volume;
@@ -227,6 +248,10 @@ void add_run_command(CLI::App& app, ExitCode& exit) {
       ->allow_extra_args(false);
   cmd->add_option("--system-packages", *sys, "Debian packages to install in the sandbox image")
       ->delimiter(',')
+      ->allow_extra_args(false);
+  cmd->add_option("--mcp", f->mcp_servers,
+                  "An MCP server of app_conf.yml mcp_servers whose tools the agent's code may call "
+                  "(repeatable); the server and its credentials stay on the host")
       ->allow_extra_args(false);
   cmd->add_flag("--network", f->network, "Give the sandbox network access (off by default)");
   cmd->add_option("--workflow-id", f->workflow_id,

@@ -61,6 +61,7 @@ struct ChatFlags {
   std::string model;
   std::string agent = "simple_agent";
   std::vector<std::string> packages;
+  std::vector<std::string> mcp_servers;
   bool network = false;
   std::string config;
   std::string prompts;
@@ -93,6 +94,7 @@ int run_chat(const ChatFlags& f) {
   in.base.agent = f.agent;
   in.base.model = *model_name;
   in.base.python_packages = f.packages;
+  in.base.mcp_servers = f.mcp_servers;
   in.base.network = f.network;
   in.base.activities = *policies;
   in.idle_timeout_seconds = f.idle_timeout;
@@ -176,6 +178,8 @@ void add_worker_commands(CLI::App& app, ExitCode& exit) {
   c->add_option("--agent", cf->agent, "Agent name in agent_prompts.yml")->capture_default_str();
   c->add_option("--packages", *pkgs, "Python packages to install in the sandbox (needs --network)")
       ->delimiter(',')
+      ->allow_extra_args(false);
+  c->add_option("--mcp", cf->mcp_servers, "An MCP server of app_conf.yml whose tools cells may call (repeatable)")
       ->allow_extra_args(false);
   c->add_flag("--network", cf->network, "Give the sandbox network access");
   c->add_option("--idle-timeout", cf->idle_timeout, "End the chat after this many seconds without a message")

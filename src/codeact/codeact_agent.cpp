@@ -207,9 +207,14 @@ Result<std::shared_ptr<const agent::AgentPrompt>> BaseAgent::prompts(
   return builder.prompts->get(name_);
 }
 
-Result<std::shared_ptr<CodeActToolset>> BaseAgent::functions(const AgentBuilder& builder) const {
+Result<std::shared_ptr<CodeActToolset>> BaseAgent::functions(
+    const AgentBuilder& builder, const std::vector<std::string>& extra_mcp_servers) const {
   CodeActToolsetOptions options;
   options.mcp_servers = mcp_servers(builder);
+  for (const auto& name : extra_mcp_servers) {
+    if (std::find(options.mcp_servers.begin(), options.mcp_servers.end(), name) == options.mcp_servers.end())
+      options.mcp_servers.push_back(name);
+  }
   options.host_functions = host_functions();
   options.python_functions = custom_functions();
   if (options.mcp_servers.empty() && options.host_functions.empty() &&
@@ -229,9 +234,9 @@ Result<std::shared_ptr<CodeActToolset>> BaseAgent::functions(const AgentBuilder&
 Result<std::shared_ptr<agent::Agent>> CodeActAgent::bind(
     const AgentBuilder& builder, std::shared_ptr<llm::Model> model,
     std::shared_ptr<sandbox::SandboxManager> manager, const std::string& sandbox_id,
-    const SandboxToolsOptions& tools_options) const {
+    const SandboxToolsOptions& tools_options, const std::vector<std::string>& extra_mcp_servers) const {
   CODEACT_TRY(auto prompt, prompts(builder));
-  CODEACT_TRY(auto fns, functions(builder));
+  CODEACT_TRY(auto fns, functions(builder, extra_mcp_servers));
   agent::AgentOptions options;
   options.name = name();
   if (!prompt->system_prompt_source.empty()) {
@@ -317,7 +322,7 @@ Result<CodeActRunResult> CodeActAgent::run_direct(const std::string& task,
     finish(false);
     return std::move(before).error().with_context("listing files of sandbox \"" + id + "\"");
   }
-  auto bound = bind(builder, model, manager, id, options.tools);
+  auto bound = bind(builder, model, manager, id, options.tools, options.mcp_servers);
   if (!bound.ok()) {
     finish(false);
     return std::move(bound).error();

@@ -3,6 +3,7 @@
 // keys, MCP sessions, Docker — so no secret ever travels in a payload.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -10,6 +11,7 @@
 
 #include "codeact/codeact/sandbox_tools.hpp"
 #include "codeact/core/log.hpp"
+#include "codeact/mcp/server_config.hpp"
 #include "durable_internal.hpp"
 
 namespace codeact::durable {
@@ -81,6 +83,7 @@ class Env {
 
   Result<std::shared_ptr<codeact::CodeActAgent>> agent(const std::string& name) {
     std::lock_guard lock(mu_);
+    if (auto registered = env_->agents.find(name); registered != env_->agents.end()) return registered->second;
     auto it = agents_.find(name);
     if (it != agents_.end()) return it->second;
     CODEACT_TRY(auto a, codeact::make_agent(name, env_->builder));
@@ -101,14 +104,22 @@ class Env {
     return m;
   }
 
-  // The functions sandbox code may call for this agent (null when none). Kept for the worker's
-  // life: MCP sessions start once.
-  Result<std::shared_ptr<codeact::CodeActToolset>> functions(const codeact::CodeActAgent& agent) {
+  // The functions sandbox code may call for this agent plus the requested MCP servers (null when
+  // none). Kept for the worker's life: MCP servers start once and their sessions are shared.
+  Result<std::shared_ptr<codeact::CodeActToolset>> functions(const codeact::CodeActAgent& agent,
+                                                             std::vector<std::string> mcp_servers) {
+    std::sort(mcp_servers.begin(), mcp_servers.end());
+    std::string key = agent.name();
+    for (const auto& m : mcp_servers) key += "|" + m;
     std::lock_guard lock(mu_);
-    auto it = functions_.find(agent.name());
+    auto it = functions_.find(key);
     if (it != functions_.end()) return it->second;
-    CODEACT_TRY(auto f, agent.functions(env_->builder));
-    functions_[agent.name()] = f;
+    if (!env_->builder.mcp) {
+      CODEACT_TRY(auto entries, mcp::parse_mcp_servers(env_->builder.config.raw));
+      env_->builder.mcp = std::make_shared<mcp::McpServerSet>(std::move(entries));
+    }
+    CODEACT_TRY(auto f, agent.functions(env_->builder, mcp_servers));
+    functions_[key] = f;
     return f;
   }
 
@@ -119,6 +130,14 @@ class Env {
   std::map<std::string, std::shared_ptr<llm::Model>> models_;                // GUARDED_BY(mu_)
   std::map<std::string, std::shared_ptr<codeact::CodeActToolset>> functions_;  // GUARDED_BY(mu_)
 };
+
+std::vector<std::string> mcp_names(const Json& in) {
+  std::vector<std::string> out;
+  for (const auto& n : in.value("mcp_servers", Json::array())) {
+    if (n.is_string()) out.push_back(n.get<std::string>());
+  }
+  return out;
+}
 
 Result<codeact::SandboxToolsOptions> tools_options(const Json& in, const std::string& sandbox_id) {
   Json t = in.value("tools", Json::object());
@@ -180,7 +199,7 @@ Result<Json> agent_prepare(Env& env, ActivityContext& ctx, const Args& args) {
     CODEACT_TRY(model_name, codeact::resolve_model_name(env.builder()));
   }
   CODEACT_TRY(auto prompt, agent->prompts(env.builder()));
-  CODEACT_TRY(auto fns, env.functions(*agent));
+  CODEACT_TRY(auto fns, env.functions(*agent, mcp_names(in)));
   CODEACT_TRY(auto opts, tools_options(in, sandbox_id));
 
   Json system = Json::array();
@@ -208,10 +227,11 @@ Result<Json> agent_prepare(Env& env, ActivityContext& ctx, const Args& args) {
 
 // Puts the instructions rendered from the sandbox's live state on the last request.
 core::Status add_instructions(Env& env, const codeact::CodeActAgent& agent, const std::string& sandbox_id,
+                              const std::vector<std::string>& mcp_servers,
                               std::vector<llm::ModelMessage>& messages) {
   CODEACT_TRY(auto prompt, agent.prompts(env.builder()));
   if (prompt->instructions_source.empty()) return core::ok_status();
-  CODEACT_TRY(auto fns, env.functions(agent));
+  CODEACT_TRY(auto fns, env.functions(agent, mcp_servers));
   CODEACT_TRY(auto vars, codeact::sandbox_prompt_variables(env.manager(), sandbox_id, fns.get()));
   CODEACT_TRY(auto text, prompt->instructions.render(vars.to_json()));
   for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
@@ -233,7 +253,7 @@ Result<Json> model_request(Env& env, ActivityContext& ctx, const Args& args) {
   CODEACT_TRY(auto messages, llm::messages_from_json(in.value("messages", Json::array())));
   CODEACT_TRY(auto settings, llm::settings_from_json(in.value("settings", Json::object())));
   CODEACT_TRY(auto params, llm::request_parameters_from_json(in.value("params", Json::object())));
-  auto added = add_instructions(env, *agent, sandbox_id, messages);
+  auto added = add_instructions(env, *agent, sandbox_id, mcp_names(in), messages);
   if (!added.ok()) return std::move(added).error().with_context("rendering the instructions");
   llm::ModelSettings merged = model->default_settings().merged(settings);
   CODEACT_TRY(auto response, model->request(messages, merged, params, &hb.cancel));
@@ -246,7 +266,7 @@ Result<Json> tool_call(Env& env, ActivityContext& ctx, const Args& args) {
   CODEACT_TRY(auto name, required_string(in, "agent"));
   CODEACT_TRY(auto sandbox_id, required_string(in, "sandbox_id"));
   CODEACT_TRY(auto agent, env.agent(name));
-  CODEACT_TRY(auto fns, env.functions(*agent));
+  CODEACT_TRY(auto fns, env.functions(*agent, mcp_names(in)));
   CODEACT_TRY(auto opts, tools_options(in, sandbox_id));
   CODEACT_TRY(auto rc, agent::run_context_from_json(in.value("ctx", Json::object())));
   rc.executor = nullptr;

@@ -100,6 +100,7 @@ Json TaskInput::to_json() const {
          {"sandbox_id", sandbox_id},
          {"python_packages", python_packages},
          {"system_packages", system_packages},
+         {"mcp_servers", mcp_servers},
          {"network", network},
          {"keep_sandbox", keep_sandbox},
          {"remove_volume", remove_volume},
@@ -123,6 +124,7 @@ Result<TaskInput> TaskInput::from_json(const Json& j) {
     in.sandbox_id = core::json_string(j, "sandbox_id");
     CODEACT_TRY(in.python_packages, strings_of(j, "python_packages"));
     CODEACT_TRY(in.system_packages, strings_of(j, "system_packages"));
+    CODEACT_TRY(in.mcp_servers, strings_of(j, "mcp_servers"));
     in.network = core::json_bool(j, "network");
     in.keep_sandbox = core::json_bool(j, "keep_sandbox");
     in.remove_volume = core::json_bool(j, "remove_volume");

@@ -65,6 +65,7 @@ class ActivityModel final : public agent::AsyncModel {
     Json payload{{"agent", in_.agent},
                  {"model", model_},
                  {"sandbox_id", sandbox_id_},
+                 {"mcp_servers", in_.mcp_servers},
                  {"messages", llm::to_json(*call.messages)},
                  {"settings", llm::to_json(call.settings)},
                  {"params", llm::to_json(call.params)}};
@@ -101,6 +102,7 @@ class ActivityToolset final : public agent::Toolset {
     tools["sandbox_id"] = sandbox_id_;
     Json payload{{"agent", in_.agent},
                  {"sandbox_id", sandbox_id_},
+                 {"mcp_servers", in_.mcp_servers},
                  {"tools", tools},
                  {"call", Json{{"tool_name", call.tool_name}, {"args", call.args}, {"tool_call_id", call.tool_call_id}}},
                  {"ctx", agent::to_json(rc)}};
@@ -141,7 +143,8 @@ temporal::Task<Result<Prepared>> prepare(WorkflowContext& ctx, const TaskInput& 
                                          const std::string& sandbox_id) {
   Json tools = in.tools.to_json();
   tools["sandbox_id"] = sandbox_id;
-  Json payload{{"agent", in.agent}, {"model", in.model}, {"sandbox_id", sandbox_id}, {"tools", tools}};
+  Json payload{{"agent", in.agent}, {"model", in.model}, {"sandbox_id", sandbox_id},
+               {"mcp_servers", in.mcp_servers}, {"tools", tools}};
   auto task = call_activity(ctx, kAgentPrepareActivity, payload, in.activities.sandbox);
   Result<Json> r = co_await task;
   if (!r.ok()) co_return std::move(r).error();

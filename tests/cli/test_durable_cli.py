@@ -389,3 +389,30 @@ def test_embedded_dev_server_is_started_once_and_reused(cli, tmp_path, wid):
                 os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
             except (ProcessLookupError, ValueError):
                 pass
+
+
+def test_mcp_tools_are_callable_from_cells_of_a_durable_run(cli, temporal_server, wid, tmp_path):
+    secret = "mcp-secret-" + uuid.uuid4().hex
+    cfg = tmp_path / "mcp_conf.yml"
+    cfg.write_text(FAST_CONFIG + f"""
+mcp_servers:
+  time:
+    command: {os.path.join(REPO, ".venv/bin/mcp-server-time")}
+    args: ["--local-timezone", "UTC"]
+    env: {{CODEACT_TEST_SECRET: "{secret}"}}
+""")
+    model = ScriptedModel([python_turn("call_1", "get_current_time(timezone='Asia/Tokyo')['timezone']"),
+                           {"content": "Tokyo"}])
+    try:
+        p, j = run_durable(cli, temporal_server, wid, model, str(cfg), "--mcp", "time", "What time is it in Tokyo?")
+        bad = cli("run", "--temporal", temporal_server, "--model", model.model_flag, "--config", str(cfg),
+                  "--mcp", "nope", "task")
+    finally:
+        model.close()
+    assert j["output"] == "Tokyo"
+    # The cell called the tool on the host, through the worker's MCP session.
+    assert "result: 'Asia/Tokyo'" in json.dumps(model.requests[1]["messages"])
+    # The model saw the tool as a Python signature, and never the server's environment.
+    assert "def get_current_time(timezone: str)" in json.dumps(model.requests[0]["messages"])
+    assert secret not in json.dumps(model.requests)
+    assert bad.returncode == 2 and "--mcp nope" in bad.err and "configured: time" in bad.err

@@ -10,6 +10,7 @@
 #include "codeact/codeact/sandbox_tools.hpp"
 #include "codeact/sandbox/docker_client.hpp"
 #include "fake_provider_server.hpp"
+#include "openai_script.hpp"
 
 namespace codeact::codeact {
 namespace {
@@ -17,62 +18,11 @@ namespace {
 using core::Json;
 using llm::testing::FakeProviderServer;
 using llm::testing::json_response;
+using namespace ::codeact::testing;
 
 std::string unique_id(const std::string& prefix) {
   std::random_device rd;
   return prefix + "-" + std::to_string(rd() % 1000000);
-}
-
-Json chat_completion(Json message, const std::string& finish_reason) {
-  message["role"] = "assistant";
-  return Json{
-      {"id", "chatcmpl-test"},
-      {"object", "chat.completion"},
-      {"created", 0},
-      {"model", "scripted"},
-      {"choices",
-       Json::array({Json{{"index", 0}, {"message", message}, {"finish_reason", finish_reason}}})},
-      {"usage", Json{{"prompt_tokens", 100}, {"completion_tokens", 20}, {"total_tokens", 120}}}};
-}
-
-Json tool_call(const std::string& id, const std::string& name, const std::string& arguments) {
-  return Json{{"id", id},
-              {"type", "function"},
-              {"function", Json{{"name", name}, {"arguments", arguments}}}};
-}
-
-Json calls(std::vector<Json> tool_calls) {
-  return chat_completion(Json{{"content", nullptr}, {"tool_calls", tool_calls}}, "tool_calls");
-}
-
-Json python_call(const std::string& id, const std::string& code) {
-  return calls({tool_call(id, "execute_python", Json{{"code", code}}.dump())});
-}
-
-Json text_answer(const std::string& text) {
-  return chat_completion(Json{{"content", text}}, "stop");
-}
-
-// The messages of the i-th request the server received.
-Json request_messages(const FakeProviderServer& server, size_t i) {
-  return server.requests().at(i).json()["messages"];
-}
-
-std::string tool_message(const Json& messages, const std::string& tool_call_id) {
-  for (const auto& m : messages) {
-    if (m.value("role", "") == "tool" && m.value("tool_call_id", "") == tool_call_id)
-      return m.value("content", "");
-  }
-  return "";
-}
-
-std::string system_text(const Json& messages) {
-  std::string out;
-  for (const auto& m : messages) {
-    if (m.value("role", "") == "system" || m.value("role", "") == "developer")
-      out += m.value("content", "") + "\n";
-  }
-  return out;
 }
 
 class CodeActAgentTest : public ::testing::Test {

@@ -110,8 +110,10 @@ class BaseAgent {
   // This agent's entry of agent_prompts.yml (NotFound listing the agents there).
   core::Result<std::shared_ptr<const agent::AgentPrompt>> prompts(
       const AgentBuilder& builder) const;
-  // The functions callable from cells, or null when the hooks give none.
-  core::Result<std::shared_ptr<CodeActToolset>> functions(const AgentBuilder& builder) const;
+  // The functions callable from cells, or null when the hooks give none. `extra_mcp_servers`
+  // (names of app_conf.yml mcp_servers, e.g. from `codeact run --mcp`) are offered too.
+  core::Result<std::shared_ptr<CodeActToolset>> functions(
+      const AgentBuilder& builder, const std::vector<std::string>& extra_mcp_servers = {}) const;
 
  private:
   std::string name_;
@@ -126,6 +128,7 @@ struct CodeActRunOptions {
   bool keep_sandbox = false;   // leave the container running at the end
   bool remove_volume = false;  // also remove the sandbox's volume at the end
   SandboxToolsOptions tools;   // sandbox_id is set by the run
+  std::vector<std::string> mcp_servers;  // app_conf.yml mcp_servers callable from cells (besides the agent's)
   std::optional<agent::UsageLimits> usage_limits;
   std::vector<llm::ModelMessage> message_history;
   std::string run_id;  // "" = random
@@ -153,7 +156,8 @@ class CodeActAgent : public BaseAgent {
                                                    std::shared_ptr<llm::Model> model,
                                                    std::shared_ptr<sandbox::SandboxManager> manager,
                                                    const std::string& sandbox_id,
-                                                   const SandboxToolsOptions& tools) const;
+                                                   const SandboxToolsOptions& tools,
+                                                   const std::vector<std::string>& extra_mcp_servers = {}) const;
 
   // Direct mode: starts (or resumes) the sandbox, runs the task, collects the produced files and
   // stops the sandbox (volume kept unless remove_volume). On failure the sandbox's container is

@@ -32,6 +32,7 @@
 // state just before the model is called (they are not kept in workflow history).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -84,6 +85,9 @@ struct TaskInput {
   std::string sandbox_id;              // "" = the workflow id
   std::vector<std::string> python_packages;
   std::vector<std::string> system_packages;
+  // Names of the worker's app_conf.yml mcp_servers whose tools cells may call (besides the
+  // agent's own). Names only: the servers, their credentials and sessions live on the worker.
+  std::vector<std::string> mcp_servers;
   bool network = false;
   bool keep_sandbox = false;   // leave the container running at the end
   bool remove_volume = false;  // remove the volume at the end
@@ -126,6 +130,9 @@ struct ChatInput {
 struct WorkerEnv {
   codeact::AgentBuilder builder;  // prompts, config (llm keys, mcp_servers), default model
   std::shared_ptr<sandbox::SandboxManager> manager;
+  // Agents by name, for agents defined in C++ (host functions, MCP hooks, excluded tools). A name
+  // not here is built by codeact::make_agent (simple_agent, or any agent of agent_prompts.yml).
+  std::map<std::string, std::shared_ptr<codeact::CodeActAgent>> agents;
 };
 
 // Registers the three workflows and the codeact.* activities on `worker`.
