@@ -176,6 +176,7 @@ Json ChatInput::to_json() const {
   j["turns"] = turns;
   j["pending"] = pending;
   j["sandbox_started"] = sandbox_started;
+  j["runs"] = runs;
   return j;
 }
 
@@ -195,6 +196,7 @@ Result<ChatInput> ChatInput::from_json(const Json& j) {
   if (!in.turns.is_array() || !in.pending.is_array())
     return core::invalid_argument("\"turns\" and \"pending\" must be lists");
   in.sandbox_started = core::json_bool(j, "sandbox_started");
+  in.runs = static_cast<int>(core::json_int(j, "runs", 1));
   return in;
 }
 

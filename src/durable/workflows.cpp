@@ -409,8 +409,9 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
       chat.turns.push_back(Json{{"task", task}, {"output", nullptr}, {"files", Json::array()},
                                 {"error", turn.run.error().message()}});
     }
-    if (++turns_this_run >= chat.max_turns_per_run) {
+    if (++turns_this_run >= chat.max_turns_per_run || ctx.continue_as_new_suggested()) {
       ChatInput next = chat;
+      next.runs = chat.runs + 1;
       next.base.message_history = history;
       next.base.sandbox_id = sandbox_id;
       ctx.continue_as_new(temporal::Args{next.to_json()});
@@ -422,7 +423,7 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   (void)co_await finish_task;
   view.status = reason;
   if (reason == "cancelled") fail_cancelled("the chat was cancelled; sandbox \"" + sandbox_id + "\" was cleaned up");
-  co_return Json{{"turns", chat.turns}, {"sandbox_id", sandbox_id}, {"reason", reason}};
+  co_return Json{{"turns", chat.turns}, {"sandbox_id", sandbox_id}, {"reason", reason}, {"runs", chat.runs}};
 }
 
 }  // namespace

@@ -304,7 +304,9 @@ from temporalio.client import Client
 
 async def main():
     client = await Client.connect("{temporal_server}")
-    handle = await client.start_workflow("CodeActChatWorkflow", {{"model": "{model.model_flag}"}},
+    # One message per workflow run: the second message is answered after a continue-as-new.
+    handle = await client.start_workflow("CodeActChatWorkflow", {{"model": "{model.model_flag}",
+                                                                  "max_turns_per_run": 1}},
                                          id="{wid}", task_queue="{queue}")
     await handle.signal("send_user_task", "compute the total")
     for _ in range(600):
@@ -334,6 +336,7 @@ asyncio.run(main())
     turns = out["query"]["turns"]
     assert [t["output"] for t in turns] == ["total is 42", "double is 84"]
     assert out["result"]["reason"] == "stopped" and len(out["result"]["turns"]) == 2
+    assert out["result"]["runs"] == 3  # continued as new after each message; state carried
     # The second message's conversation held the first one (one chat, one sandbox).
     assert "total is 42" in json.dumps(model.requests[-1]["messages"])
     assert "result: 84" in json.dumps(model.requests[-1]["messages"])
@@ -416,3 +419,29 @@ mcp_servers:
     assert "def get_current_time(timezone: str)" in json.dumps(model.requests[0]["messages"])
     assert secret not in json.dumps(model.requests)
     assert bad.returncode == 2 and "--mcp nope" in bad.err and "configured: time" in bad.err
+
+
+def test_ctrl_c_cancels_the_run_and_cleans_up_the_sandbox(cli, temporal_server, wid, config):
+    model = ScriptedModel([
+        python_turn("call_1", "open('/output/started', 'w').write('x')\nimport time\ntime.sleep(60)"),
+        {"content": "never"},
+    ])
+    try:
+        proc = subprocess.Popen([cli.bin, "run", "--temporal", temporal_server, "--model", model.model_flag,
+                                 "--prompts", PROMPTS, "--config", config, "--workflow-id", wid, "Sleep."],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while time.time() < deadline and volume_file(wid, "started") is None:
+            time.sleep(0.1)
+        started = time.time()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        took = time.time() - started
+    finally:
+        model.close()
+    assert proc.returncode == 130, err
+    assert "cancelling the run" in err and "cancelled" in err
+    assert took < 45, f"cancellation took {took:.0f} s: the cell was not interrupted"
+    # The container is gone, the volume (with the file) is kept.
+    assert subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True).returncode != 0
+    assert volume_file(wid, "started") == "x"

@@ -6,7 +6,7 @@
 //       start (or resume) the sandbox -> run the agent -> stop the sandbox. On failure or
 //       cancellation the sandbox's container is removed (its volume is kept unless
 //       remove_volume). Query "progress" {since: n} -> {events: [...], next, status}.
-//   CodeActChatWorkflow(ChatInput) -> {turns: [...], sandbox_id, reason}
+//   CodeActChatWorkflow(ChatInput) -> {turns: [...], sandbox_id, reason, runs}
 //       one sandbox for a conversation. Signal "send_user_task" (a string, or {"task": ...})
 //       queues a message; signal "stop_chat" ends the chat after the current message. Query
 //       "agent_output" -> {turns: [{task, output, files, error?}], pending, status, sandbox_id};
@@ -122,6 +122,7 @@ struct ChatInput {
   Json turns = Json::array();    // [{task, output, files, error?}]
   Json pending = Json::array();  // messages received, not yet answered
   bool sandbox_started = false;
+  int runs = 1;  // workflow runs of this chat so far (1 + continue-as-new count)
   Json to_json() const;
   static core::Result<ChatInput> from_json(const Json& j);
 };
