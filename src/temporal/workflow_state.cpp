@@ -747,7 +747,11 @@ std::shared_ptr<Pending> WorkflowState::start_timer(std::chrono::milliseconds d,
 }
 
 void WorkflowState::cancel_timer(const std::string& timer_id) {
-  if (timers_.erase(timer_id) == 0) return;  // fired already
+  auto it = timers_.find(timer_id);
+  if (it == timers_.end()) return;  // fired or cancelled already
+  auto p = it->second;
+  timers_.erase(it);
+  resolve(p, Failure::cancelled("timer " + timer_id + " cancelled"));
   if (recorded_timers_.count(timer_id)) {
     commandv1::Command cmd;
     cmd.set_command_type(enumsv1::COMMAND_TYPE_CANCEL_TIMER);
@@ -943,7 +947,12 @@ void ActivityAwaitable::cancel() {
   if (!activity_id_.empty()) state_->cancel_activity(activity_id_);
 }
 TimerAwaitable WorkflowContext::sleep(std::chrono::milliseconds duration) {
-  return TimerAwaitable(state_->start_timer(duration));
+  std::string timer_id;
+  auto pending = state_->start_timer(duration, &timer_id);
+  return TimerAwaitable(std::move(pending), state_, std::move(timer_id));
+}
+void TimerAwaitable::cancel() {
+  if (!timer_id_.empty()) state_->cancel_timer(timer_id_);
 }
 ConditionAwaitable WorkflowContext::wait_condition(std::function<bool()> pred) {
   return ConditionAwaitable(state_, std::move(pred));

@@ -147,6 +147,34 @@ TEST_F(TemporalTest, CancelReachesActivityAndCleanupRunsBeforeRunEndsCancelled) 
   }
 }
 
+// Cancelling a parent that waits for a child cancels the child; the parent's cleanup cancels
+// its deadline timer, and both runs end Canceled.
+TEST_F(TemporalTest, CancelledParentCancelsItsChildAndItsTimer) {
+  start_worker();
+  auto opts = start_options("await-child");
+  std::string child_id = opts.id + "-child";
+  ASSERT_TRUE(client_->start_workflow("AwaitChild", {child_id}, opts).ok());
+  bool started = false;
+  for (int i = 0; i < 300 && !started; ++i) {
+    started = count_of(event_types(events_of(*client_, opts.id)),
+                       "EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED") == 1;
+    if (!started) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(started);
+  ASSERT_TRUE(client_->cancel_workflow(opts.id).ok());
+  auto parent = client_->get_result(opts.id, "", 30s);
+  ASSERT_FALSE(parent.ok());
+  EXPECT_EQ(parent.failure().kind, FailureKind::kCanceled) << parent.failure().to_string();
+  auto child = client_->get_result(child_id, "", 30s);
+  ASSERT_FALSE(child.ok());
+  EXPECT_EQ(child.failure().kind, FailureKind::kCanceled) << child.failure().to_string();
+  auto types = event_types(events_of(*client_, opts.id));
+  EXPECT_EQ(count_of(types, "EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED"), 1);
+  EXPECT_EQ(count_of(types, "EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED"), 1);
+  EXPECT_EQ(count_of(types, "EVENT_TYPE_TIMER_CANCELED"), 1);
+  EXPECT_EQ(count_of(types, "EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED"), 1);
+}
+
 TEST_F(TemporalTest, PythonClientCancelsCppWorkflowAndSeesItCancelled) {
   start_worker();
   std::string id = unique_name("py-cancel");

@@ -529,6 +529,27 @@ TEST(ReplayTest, ChildWorkflowIsMatchedToItsInitiatedEventAndResolved) {
       << bad.error().message();
 }
 
+TEST(ReplayTest, CancelledSleepSendsCancelTimerAndResumesItsAwaiter) {
+  HistoryBuilder b;
+  b.started("Nap", nullptr).workflow_task().timer_started("1");
+  b.signaled("stop", nullptr).workflow_task();
+  b.add("TIMER_CANCELED", "timerCanceledEventAttributes",
+        {{"timerId", "1"}, {"startedEventId", "5"}});
+  b.completed(true);
+  Replayer r;
+  r.register_workflow("Nap", [](WorkflowContext& ctx, Args) -> Task<Json> {
+    bool stop = false;
+    ctx.set_signal_handler("stop", [&](const Args&) { stop = true; });
+    auto nap = ctx.sleep(std::chrono::hours(1));
+    co_await ctx.wait_condition([&] { return stop; });
+    nap.cancel();
+    co_await nap;
+    co_return nap.cancelled();
+  });
+  auto st = r.replay(b.build());
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
 TEST(ReplayTest, UnknownWorkflowTypeIsNotFound) {
   Replayer r;
   auto st = r.replay(greet_history());

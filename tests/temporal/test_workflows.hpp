@@ -231,6 +231,20 @@ inline Task<Json> closing_parent_workflow(WorkflowContext& ctx, Args args) {
 
 // ---- cancellation ----
 
+// Waits for a child (id args[0]) with a one-hour deadline timer; when the child ends, cancels
+// the timer and returns the child's value or rethrows its failure. Cancelling this workflow
+// cancels the child, so the run ends Canceled.
+inline Task<Json> await_child_workflow(WorkflowContext& ctx, Args args) {
+  ChildWorkflowOptions o;
+  o.workflow_id = args.at(0).get<std::string>();
+  auto deadline = ctx.sleep(std::chrono::hours(1));
+  auto child = ctx.start_child_workflow("WaitForCancel", Args{Json(60000)}, o);
+  Outcome<Json> r = co_await child;
+  deadline.cancel();
+  co_await deadline;
+  co_return std::move(r).value_or_throw();
+}
+
 // Runs a heartbeating activity until the workflow is cancelled; then runs a cleanup activity
 // (record args[0] "cleanup") and either throws CancelledError (args[1] == "throw") or returns.
 inline Task<Json> cancellable_workflow(WorkflowContext& ctx, Args args) {
@@ -351,6 +365,7 @@ inline void register_test_workflows(Worker& w) {
   w.register_workflow("Parent", parent_workflow);
   w.register_workflow("ClosingParent", closing_parent_workflow);
   w.register_workflow("Cancellable", cancellable_workflow);
+  w.register_workflow("AwaitChild", await_child_workflow);
   w.register_workflow("Compacting", compacting_workflow);
   w.register_workflow("Steps", steps_workflow);
   w.register_workflow("Countdown", countdown_workflow);

@@ -26,9 +26,9 @@
 // Cancellation: a client's cancel request makes cancel_requested() true (await it with
 // cancellation()), and asks every activity and child workflow pending at that moment to cancel
 // (activities learn it through their next heartbeat; their awaitables then give a kCanceled
-// Failure unless they finish first). Timers keep running. Nothing else is interrupted: the code
-// decides what to do, and may still schedule and await activities (cleanup) before it returns
-// or throws CancelledError.
+// Failure unless they finish first). Timers keep running (TimerAwaitable::cancel() stops one).
+// Nothing else is interrupted: the code decides what to do, and may still schedule and await
+// activities (cleanup) before it returns or throws CancelledError.
 //
 // Versioning: patched("id") lets changed code still replay runs written by the old code (see
 // the method). Children: start_child_workflow. Size: history_length() and friends tell the code
@@ -162,15 +162,25 @@ class ChildWorkflowAwaitable {
   int64_t seq_;
 };
 
+// A durable timer. co_await it (once) to sleep until it fires or is cancelled.
 class TimerAwaitable {
  public:
-  explicit TimerAwaitable(std::shared_ptr<internal::Pending> p) : p_(std::move(p)) {}
+  TimerAwaitable(std::shared_ptr<internal::Pending> p, internal::WorkflowState* state,
+                 std::string timer_id)
+      : p_(std::move(p)), state_(state), timer_id_(std::move(timer_id)) {}
   bool await_ready() const noexcept { return p_->resolved; }
   void await_suspend(std::coroutine_handle<> h) noexcept { p_->waiter = h; }
   void await_resume() const noexcept {}
+  // Cancels the timer if it has not fired: CancelTimer is sent (or, for a timer started in the
+  // same activation, StartTimer is never sent) and an awaiter resumes at once.
+  void cancel();
+  // True when the timer ended by cancel() rather than by firing.
+  bool cancelled() const { return p_->resolved && p_->result && !p_->result->ok(); }
 
  private:
   std::shared_ptr<internal::Pending> p_;
+  internal::WorkflowState* state_;
+  std::string timer_id_;
 };
 
 class ConditionAwaitable {
