@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "../bench_stats.hpp"
 #include "codeact/core/subprocess.hpp"
 #include "codeact/temporal/worker.hpp"
 
@@ -59,6 +60,13 @@ struct ModeResult {
   std::vector<tp::WorkflowTaskStats> tasks;
   double wall_s = 0;
 };
+
+double median_ms(const std::vector<tp::WorkflowTaskStats>& t, size_t from, size_t count) {
+  std::vector<double> v;
+  for (size_t i = from; i < t.size() && v.size() < count; ++i)
+    v.push_back(std::chrono::duration<double, std::milli>(t[i].processing_time).count());
+  return codeact::bench::stats(v).p50;
+}
 
 double mean_ms(const std::vector<tp::WorkflowTaskStats>& t, size_t from, size_t count) {
   double sum = 0;
@@ -197,6 +205,9 @@ int main(int argc, char** argv) {
     std::printf("%-22s%7zu%10.2f%16.1f%15.3f%14.3f%12.2f\n",
                 i == 0 ? "sticky cache (500)" : "full replay (cache 0)", t.size(), m->wall_s, total,
                 firsts[i], lasts[i], firsts[i] > 0 ? lasts[i] / firsts[i] : 0);
+    size_t last_from = t.size() > k ? t.size() - k : 0;
+    std::printf("  medians: first 50 %.3f ms, last 50 %.3f ms\n", median_ms(t, 0, k),
+                median_ms(t, last_from, k));
     std::printf("  cache hits %d of %zu tasks; history length at the last task %lld\n", hits,
                 t.size(), t.empty() ? 0LL : static_cast<long long>(t.back().history_length));
     ++i;

@@ -271,6 +271,8 @@ core::Status WorkflowState::replay(const Events& events, int64_t current_started
   // Workflow tasks that completed (a failed or timed-out one produced nothing). A batch ends at
   // the current task, so every earlier task's outcome is inside the batch.
   std::set<int64_t> completed_started;
+  // Patch markers name the WorkflowTaskCompleted event of their task, which is in the same batch.
+  started_by_completed_event_.clear();
   for (const auto& e : events) {
     if (e.has_workflow_task_completed_event_attributes()) {
       int64_t started = e.workflow_task_completed_event_attributes().started_event_id();
@@ -415,6 +417,8 @@ core::Status WorkflowState::apply_job(const historyv1::HistoryEvent& e) {
     if (it == activities_by_id_.end()) return nullptr;
     auto p = it->second;
     activities_by_id_.erase(it);
+    cancel_sent_activities_.erase(id->second);
+    activity_id_by_scheduled_event_.erase(id);  // keeps the maps as small as the pending set
     return p;
   };
   auto with_activity = [&](Failure f, int64_t scheduled) {
