@@ -33,6 +33,7 @@
 // Versioning: patched("id") lets changed code still replay runs written by the old code (see
 // the method). Children: start_child_workflow. Size: history_length() and friends tell the code
 // when to continue_as_new.
+//
 // The WorkflowContext and everything it returns belong to one run; use them only from that
 // run's coroutines.
 #pragma once
