@@ -157,8 +157,15 @@ Result<TemporalEndpoint> resolve_temporal(const EndpointRequest& request,
   }
 
   int port = kDefaultPort;
+  if (auto env = core::getenv_string("CODEACT_TEMPORAL_PORT"); env && !env->empty()) {
+    try {
+      port = std::stoi(*env);
+    } catch (const std::exception&) {
+      return core::invalid_argument("CODEACT_TEMPORAL_PORT=" + *env + " is not a port number");
+    }
+  }
   if (!port_free(port)) {
-    std::string fallback = fmt::format("127.0.0.1:{}", kDefaultPort);
+    std::string fallback = fmt::format("127.0.0.1:{}", port);
     if (temporal_answers(fallback, e.ns, std::chrono::milliseconds(1500))) {
       e.address = fallback;
       say(fmt::format("using the Temporal server already running at {}", fallback));

@@ -373,7 +373,8 @@ def test_embedded_dev_server_is_started_once_and_reused(cli, tmp_path, wid):
     home = tmp_path / "home"
     cfg = tmp_path / "app_conf.yml"
     cfg.write_text(FAST_CONFIG)
-    env = {"CODEACT_HOME": str(home)}
+    from conftest import free_port
+    env = {"CODEACT_HOME": str(home), "CODEACT_TEMPORAL_PORT": str(free_port())}
     model = ScriptedModel([{"content": "hello"}])
     pid_file = home / "temporal" / "pid"
     try:

@@ -4,8 +4,8 @@
 // (${TEMPORAL_ADDRESS} in the shipped file), and otherwise the embedded dev server:
 // `temporal server start-dev --headless` with its SQLite file in <data_dir>/temporal/, started
 // detached (it outlives the command, so the next `codeact run` or `codeact worker` reuses it and
-// runs survive this process) on 127.0.0.1:7233, or a free port when 7233 is taken by something
-// that is not Temporal. Starting is serialized by a lock file, so two commands started together
+// runs survive this process) on 127.0.0.1:7233 ($CODEACT_TEMPORAL_PORT), or a free port when that
+// is taken by something that is not Temporal (a Temporal server already there is used). Starting is serialized by a lock file, so two commands started together
 // share one server. Progress lines ("starting ...", "reusing ...") go to `progress`.
 //
 // The `temporal` CLI is looked up as $CODEACT_TEMPORAL_BIN, then `temporal` on PATH, then
