@@ -30,13 +30,7 @@ void add_durable_flags(CLI::App* cmd, DurableFlags& flags, bool hosts_worker_opt
 }
 
 std::string task_queue_of(const DurableFlags& flags) {
-  if (!flags.task_queue.empty()) return flags.task_queue;
-  auto env = core::getenv_string("TASK_QUEUE");
-  return env && !env->empty() ? *env : std::string(durable::kDefaultTaskQueue);
-}
-
-DurableSession::~DurableSession() {
-  if (worker) worker->shutdown(std::chrono::seconds(5));
+  return flags.task_queue.empty() ? durable::default_task_queue() : flags.task_queue;
 }
 
 core::Result<durable::ActivityPolicies> activity_policies(const codeact::AgentBuilder& builder) {
@@ -51,31 +45,35 @@ core::Result<std::unique_ptr<DurableSession>> open_session(const DurableFlags& f
                                                            const codeact::AgentBuilder& builder,
                                                            bool host_worker) {
   auto session = std::make_unique<DurableSession>();
+  auto say = [](const std::string& line) { std::cerr << "[codeact] " << line << "\n"; };
+  auto explain = [&](const core::Error& e) {
+    if (e.code() != core::Code::kUnavailable || (flags.temporal.empty() && builder.config.temporal_url.empty()))
+      return e;
+    return core::unavailable(e.message() + " (check --temporal / temporal.url, or run with --no-durable)");
+  };
+  if (host_worker) {
+    durable::WorkerRunnerOptions o;
+    o.task_queue = task_queue_of(flags);
+    o.temporal = flags.temporal;
+    o.builder = builder;
+    o.progress = say;
+    CODEACT_TRY(o.manager, make_manager());
+    auto runner = durable::CodeActWorkerRunner::create(std::move(o));
+    if (!runner.ok()) return explain(runner.error());
+    session->worker = std::move(*runner);
+    session->endpoint = session->worker->endpoint();
+    session->client.emplace(session->worker->client());
+    CODEACT_TRY_STATUS(session->worker->start());
+    return session;
+  }
   durable::EndpointRequest req;
   req.flag = flags.temporal;
   req.config_url = builder.config.temporal_url;
   req.ns = builder.config.temporal_namespace;
-  auto say = [](const std::string& line) { std::cerr << "[codeact] " << line << "\n"; };
   CODEACT_TRY(session->endpoint, durable::resolve_temporal(req, say));
   auto client = durable::connect_temporal(session->endpoint, std::chrono::seconds(15));
-  if (!client.ok()) {
-    return core::unavailable(client.error().message() +
-                             (flags.temporal.empty() && builder.config.temporal_url.empty()
-                                  ? std::string()
-                                  : " (check --temporal / temporal.url, or run with --no-durable)"));
-  }
+  if (!client.ok()) return explain(client.error());
   session->client.emplace(std::move(*client));
-  if (host_worker) {
-    CODEACT_TRY(auto manager, make_manager());
-    auto env = std::make_shared<durable::WorkerEnv>();
-    env->builder = builder;
-    env->manager = manager;
-    temporal::WorkerOptions wo;
-    wo.task_queue = task_queue_of(flags);
-    session->worker = std::make_unique<temporal::Worker>(*session->client, wo);
-    durable::register_codeact(*session->worker, env);
-    CODEACT_TRY_STATUS(session->worker->start());
-  }
   return session;
 }
 

@@ -12,6 +12,7 @@
 
 #include "codeact/codeact/codeact_agent.hpp"
 #include "codeact/durable/endpoint.hpp"
+#include "codeact/durable/runner.hpp"
 #include "codeact/durable/workflows.hpp"
 #include "codeact/temporal/client.hpp"
 #include "codeact/temporal/worker.hpp"
@@ -32,8 +33,7 @@ std::string task_queue_of(const DurableFlags& flags);
 struct DurableSession {
   durable::TemporalEndpoint endpoint;
   std::optional<temporal::Client> client;
-  std::unique_ptr<temporal::Worker> worker;  // set when this process hosts one
-  ~DurableSession();
+  std::unique_ptr<durable::CodeActWorkerRunner> worker;  // set when this process hosts one
 };
 
 // Resolves and connects to Temporal (progress lines to stderr) and, with `host_worker`, starts a

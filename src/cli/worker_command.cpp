@@ -31,27 +31,36 @@ struct WorkerFlags {
 };
 
 int run_worker(const WorkerFlags& f) {
-  auto builder = codeact::AgentBuilder::load(f.prompts, f.config);
-  if (!builder.ok()) return report(builder.error());
-  builder->model = f.model;
   // Block the stop signals in every thread; the main thread waits for them below.
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  auto session = open_session(f.durable, *builder, true);
-  if (!session.ok()) return report(session.error());
-  auto model = codeact::resolve_model_name(*builder);
+  durable::WorkerRunnerOptions o;
+  o.task_queue = task_queue_of(f.durable);
+  o.temporal = f.durable.temporal;
+  o.config_path = f.config;
+  o.prompts_path = f.prompts;
+  o.model = f.model;
+  o.progress = [](const std::string& line) { std::cerr << "[codeact] " << line << "\n"; };
+  auto manager = make_manager();
+  if (!manager.ok()) return report(manager.error());
+  o.manager = *manager;
+  auto runner = durable::CodeActWorkerRunner::create(std::move(o));
+  if (!runner.ok()) return report(runner.error());
+  auto started = (*runner)->start();
+  if (!started.ok()) return report(started.error());
+  auto model = codeact::resolve_model_name((*runner)->env().builder);
   std::cerr << fmt::format(
       "[codeact] worker polling task queue {} at {} — workflows {}, {}, {}; default model {}\n"
       "[codeact] Ctrl-C or SIGTERM stops it (running activities get 30 s to finish)\n",
-      task_queue_of(f.durable), (*session)->endpoint.address, durable::kTaskWorkflow, durable::kChatWorkflow,
+      (*runner)->task_queue(), (*runner)->endpoint().address, durable::kTaskWorkflow, durable::kChatWorkflow,
       durable::kSimpleAgentWorkflow, model.ok() ? *model : "(none: " + model.error().message() + ")");
   int sig = 0;
   sigwait(&stop, &sig);
   std::cerr << "[codeact] " << (sig == SIGINT ? "interrupted" : "terminated") << ": stopping the worker\n";
-  (*session)->worker->shutdown(std::chrono::seconds(30));
+  (*runner)->shutdown(std::chrono::seconds(30));
   return kExitOk;
 }
 
