@@ -446,3 +446,26 @@ def test_ctrl_c_cancels_the_run_and_cleans_up_the_sandbox(cli, temporal_server, 
     # The container is gone, the volume (with the file) is kept.
     assert subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True).returncode != 0
     assert volume_file(wid, "started") == "x"
+
+
+def test_codeact_run_killed_and_run_again_follows_the_same_workflow_to_the_end(cli, temporal_server, wid, config):
+    model = ScriptedModel([
+        python_turn("call_1", COUNT + "open('/output/started', 'w').write('x')\nimport time\ntime.sleep(4)\n'slow'"),
+        python_turn("call_2", COUNT + "'fast'"),
+        {"content": "finished after the crash"},
+    ])
+    argv = ["run", "--temporal", temporal_server, "--model", model.model_flag, "--prompts", PROMPTS,
+            "--config", config, "--workflow-id", wid, "--json", "Two cells."]
+    try:
+        first = subprocess.Popen([cli.bin, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 120
+        while time.time() < deadline and volume_file(wid, "started") is None:
+            time.sleep(0.05)
+        first.kill()  # SIGKILL: the process hosting the worker is gone mid-cell
+        first.communicate()
+        p, j = cli.json(*argv, check=0, timeout=300)
+    finally:
+        model.close()
+    assert "already running" in p.err
+    assert j["output"] == "finished after the crash" and j["workflow_id"] == wid
+    assert volume_file(wid, "cells.log") == "cell 1\ncell 2\n"
