@@ -27,9 +27,9 @@ class CurrentScope {
 
 constexpr const char* kSideEffectMarker = "SideEffect";
 // The marker the official SDKs (Core) record for patched()/deprecate_patch(), so histories
-// are interchangeable: details {"patch_data": {"id": ..., "deprecated": ...}}.
+// are interchangeable: details {"patch-data": {"id": ..., "deprecated": ...}}.
 constexpr const char* kPatchMarker = "core_patch";
-constexpr const char* kPatchDataKey = "patch_data";
+constexpr const char* kPatchDataKey = "patch-data";
 
 struct PatchMarker {
   std::string id;

@@ -276,6 +276,51 @@ TEST_F(TemporalTest, PatchedWorkflowReplaysOldHistoriesAndResumesOldRuns) {
   EXPECT_TRUE(s.ok()) << s.error().to_string();
 }
 
+// The Python SDK and this one read each other's patch markers: a history the C++ worker wrote
+// replays in Python's Replayer, and one the Python worker wrote replays in the C++ Replayer.
+TEST_F(TemporalTest, PatchMarkersAreReadByThePythonSdkAndViceVersa) {
+  start_worker();
+  auto opts = start_options("interop-cpp");
+  ASSERT_TRUE(client_->start_workflow("Interop", {}, opts).ok());
+  auto cpp_result = client_->get_result(opts.id, "", 30s);
+  ASSERT_TRUE(cpp_result.ok()) << cpp_result.failure().to_string();
+  EXPECT_EQ(*cpp_result, "Hello, v2!");
+  std::string cpp_file = export_history(opts.id);
+  auto py_script = std::string(CODEACT_SOURCE_DIR) + "/tests/temporal/py/patch_interop.py";
+  auto py = [&](const std::vector<std::string>& args) -> Json {
+    std::vector<std::string> argv = {DevServer::python(), py_script};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = core::run_process(argv, 120s);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
+    if (!r.ok()) return nullptr;
+    EXPECT_EQ(r->exit_code, 0) << r->stderr_text;
+    auto j = core::parse_json(r->stdout_text);
+    EXPECT_TRUE(j.ok()) << r->stdout_text << r->stderr_text;
+    return j.ok() ? *j : Json(nullptr);
+  };
+  Json replayed = py({"replay", "--history", cpp_file});
+  EXPECT_EQ(replayed["ok"], true) << replayed;
+
+  std::string py_file = DevServer::temp_dir() + "/interop-py.json";
+  Json ran = py({"run", "--address", DevServer::address(), "--task-queue", unique_name("py-tq"),
+                 "--workflow-id", unique_name("interop-py"), "--out", py_file});
+  EXPECT_EQ(ran["result"], "Hello, v2!") << ran;
+  Replayer same;
+  same.register_workflow("Interop", interop_workflow);
+  auto st = same.replay_file(py_file);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+  // Code without the patched() call does not match it: the marker was read as a patch.
+  Replayer unpatched;
+  unpatched.register_workflow("Interop", [](WorkflowContext& ctx, Args) -> Task<Json> {
+    auto r = co_await ctx.execute_activity("compose_greeting", "v2", quick_activity());
+    co_return std::move(r).value_or_throw();
+  });
+  auto bad = unpatched.replay_file(py_file);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("patch_id='greet-v2'"), std::string::npos)
+      << bad.error().message();
+}
+
 // The workflow watches its history grow and continues as new past a limit; the client follows.
 TEST_F(TemporalTest, WorkflowSeesHistoryLengthAndContinuesAsNewBeforeALimit) {
   start_worker();

@@ -355,7 +355,7 @@ TEST(ReplayTest, HistoryJsonWithShortEventTypeNamesIsRead) {
 
 Json patch_marker(const std::string& id, bool deprecated, int64_t completed_event) {
   return {{"markerName", "core_patch"},
-          {"details", {{"patch_data", payloads(Json{{"id", id}, {"deprecated", deprecated}})}}},
+          {"details", {{"patch-data", payloads(Json{{"id", id}, {"deprecated", deprecated}})}}},
           {"workflowTaskCompletedEventId", std::to_string(completed_event)}};
 }
 

@@ -319,6 +319,14 @@ inline Task<Json> patch_v4(WorkflowContext& ctx, Args) {
   co_return std::move(r).value_or_throw();
 }
 
+// The twin of the Python SDK's "Interop" workflow (tests/temporal/py/patch_interop.py): the
+// same commands, so each SDK replays the other's histories.
+inline Task<Json> interop_workflow(WorkflowContext& ctx, Args) {
+  std::string name = ctx.patched("greet-v2") ? "v2" : "v1";
+  auto r = co_await ctx.execute_activity("compose_greeting", name, quick_activity());
+  co_return std::move(r).value_or_throw();
+}
+
 // ---- history size ----
 
 // Runs activities until the history has at least args[1] events, then continues as new with
@@ -367,6 +375,7 @@ inline void register_test_workflows(Worker& w) {
   w.register_workflow("Cancellable", cancellable_workflow);
   w.register_workflow("AwaitChild", await_child_workflow);
   w.register_workflow("Compacting", compacting_workflow);
+  w.register_workflow("Interop", interop_workflow);
   w.register_workflow("Steps", steps_workflow);
   w.register_workflow("Countdown", countdown_workflow);
   w.register_workflow("CancelActivity", cancel_activity_workflow);
