@@ -59,6 +59,7 @@ class ProgressFollower {
   std::string workflow_id_;
   LiveView& view_;
   size_t next_ = 0;
+  std::string run_;  // the workflow run the events belong to
   std::string status_;
 };
 

@@ -98,6 +98,13 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const s
               << (*session)->endpoint.address
               << ((*session)->worker ? " (worker in this process)" : " (waiting for a `codeact worker`)") << "\n";
   } else {
+    auto d = client.describe_workflow(workflow_id, started->run_id);
+    if (d.ok() && d->workflow_type != durable::kTaskWorkflow) {
+      std::cerr << "codeact: workflow " << workflow_id << " is a running " << d->workflow_type
+                << ", not a task run; pick another --workflow-id (a chat is followed with `codeact chat "
+                   "--workflow-id`)\n";
+      return kExitUsage;
+    }
     std::cerr << "[codeact] workflow " << workflow_id
               << " is already running: following it (it keeps the task it was started with)\n";
   }
@@ -111,6 +118,14 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const s
     result.emplace(client.get_result(workflow_id, started->run_id));
     done.store(true);
   });
+  // The live view polls on its own thread: a query can block while no worker is polling, and
+  // Ctrl-C must still be handled at once.
+  std::thread viewer([&] {
+    while (!done.load()) {
+      follower.poll();
+      for (int i = 0; i < 5 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
   install_interrupt_handler();
   bool cancel_sent = false;
   while (!done.load()) {
@@ -121,10 +136,10 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const s
       auto s = client.cancel_workflow(workflow_id, started->run_id, "interrupted from the command line");
       if (!s.ok()) std::cerr << "[codeact] could not cancel: " << s.error().message() << "\n";
     }
-    follower.poll();
-    for (int i = 0; i < 5 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   waiter.join();
+  viewer.join();
   follower.poll();  // the last events
   restore_interrupt_handler();
 
@@ -142,6 +157,11 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const s
 }
 
 int run(const RunFlags& f) {
+  if (!f.packages.empty() && !f.network) {
+    std::cerr << "codeact: --packages needs --network (the sandbox has no network otherwise, so pip "
+                 "cannot download them)\n";
+    return kExitUsage;
+  }
   auto builder = codeact::AgentBuilder::load(f.prompts, f.config);
   if (!builder.ok()) return report(builder.error());
   builder->model = f.model;

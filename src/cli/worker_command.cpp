@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -83,6 +84,17 @@ size_t turn_count(temporal::Client& client, const std::string& id) {
   return r->value("turns", Json::array()).size();
 }
 
+// Whether the chat's latest run has closed; if so, reports how (its failure) and returns the exit
+// status, else nullopt.
+std::optional<int> chat_closed(temporal::Client& client, const std::string& id) {
+  auto d = client.describe_workflow(id);
+  if (!d.ok() || d->status == "Running" || d->status == "ContinuedAsNew") return std::nullopt;
+  auto result = client.get_result(id);
+  if (!result.ok()) return report_failure(result.failure());
+  std::cerr << "[codeact] the chat has ended (" << core::json_string(result.value(), "reason", d->status) << ")\n";
+  return 1;
+}
+
 int run_chat(const ChatFlags& f) {
   auto builder = codeact::AgentBuilder::load(f.prompts, f.config);
   if (!builder.ok()) return report(builder.error());
@@ -126,9 +138,11 @@ int run_chat(const ChatFlags& f) {
     if (tty) std::cout << "you> " << std::flush;
     if (!std::getline(std::cin, line) || line == "/exit" || line == "/quit") break;
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    // The turns so far (the workflow may not have answered a query yet: no worker, or starting).
     size_t before = turn_count(client, id);
-    for (int i = 0; before == static_cast<size_t>(-1) && i < 100; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    while (before == static_cast<size_t>(-1)) {
+      if (auto closed = chat_closed(client, id)) return *closed;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
       before = turn_count(client, id);
     }
     auto s = client.signal_workflow(id, "", durable::kSendUserTask, temporal::Args{Json(line)});
@@ -150,12 +164,8 @@ int run_chat(const ChatFlags& f) {
           }
           break;
         }
-        const std::string status = core::json_string(*r, "status");
-        if (status == "stopped" || status == "idle" || status == "cancelled" || status == "failed") {
-          std::cerr << "[codeact] the chat ended (" << status << ")\n";
-          return 1;
-        }
       }
+      if (auto closed = chat_closed(client, id)) return *closed;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }

@@ -22,7 +22,11 @@ using temporal::ActivityContext;
 using temporal::Args;
 
 // Heartbeats while an activity works, so a worker that dies is noticed after the heartbeat
-// timeout (not the start-to-close timeout), and turns the server's cancellation into `cancel`.
+// timeout (not the start-to-close timeout). Cancellation is deliberately not passed on to the
+// cell or the model call: ActivityContext::cancelled() is also set when this worker shuts down,
+// and a cell must not be rolled back because a worker stops (the retry on another worker picks
+// up its result through the execution id). A cancelled run removes its container, which ends
+// the cell.
 class Heartbeat {
  public:
   explicit Heartbeat(ActivityContext& ctx) : ctx_(ctx) {
@@ -36,7 +40,6 @@ class Heartbeat {
       while (!done_) {
         lock.unlock();
         ctx_.heartbeat();
-        if (ctx_.cancelled()) cancel.cancel();
         lock.lock();
         cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; });
       }
@@ -50,8 +53,6 @@ class Heartbeat {
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
-  core::CancelToken cancel;
-
  private:
   ActivityContext& ctx_;
   std::mutex mu_;
@@ -256,7 +257,7 @@ Result<Json> model_request(Env& env, ActivityContext& ctx, const Args& args) {
   auto added = add_instructions(env, *agent, sandbox_id, mcp_names(in), messages);
   if (!added.ok()) return std::move(added).error().with_context("rendering the instructions");
   llm::ModelSettings merged = model->default_settings().merged(settings);
-  CODEACT_TRY(auto response, model->request(messages, merged, params, &hb.cancel));
+  CODEACT_TRY(auto response, model->request(messages, merged, params, nullptr));
   return llm::to_json(response);
 }
 
@@ -270,7 +271,7 @@ Result<Json> tool_call(Env& env, ActivityContext& ctx, const Args& args) {
   CODEACT_TRY(auto opts, tools_options(in, sandbox_id));
   CODEACT_TRY(auto rc, agent::run_context_from_json(in.value("ctx", Json::object())));
   rc.executor = nullptr;
-  rc.cancel = &hb.cancel;
+  rc.cancel = nullptr;
   rc.deps = Json{{"sandbox_id", sandbox_id}};
   const Json c = in.value("call", Json::object());  // value() returns a copy
   agent::ToolCall call;

@@ -192,9 +192,15 @@ Result<ChatInput> ChatInput::from_json(const Json& j) {
   if (in.idle_timeout_seconds <= 0 || in.max_turns_per_run <= 0)
     return core::invalid_argument("idle_timeout_seconds and max_turns_per_run must be positive");
   in.turns = j.value("turns", Json::array());
-  in.pending = j.value("pending", Json::array());
-  if (!in.turns.is_array() || !in.pending.is_array())
+  Json pending = j.value("pending", Json::array());
+  if (!in.turns.is_array() || !pending.is_array())
     return core::invalid_argument("\"turns\" and \"pending\" must be lists");
+  // Queued messages as the signal takes them: a string, or {"task": ...}.
+  for (const auto& p : pending) {
+    std::string task = p.is_string() ? p.get<std::string>() : core::json_string(p, "task");
+    if (task.empty()) return core::invalid_argument("\"pending\" items must be messages (a string or {\"task\": ...})");
+    in.pending.push_back(task);
+  }
   in.sandbox_started = core::json_bool(j, "sandbox_started");
   in.runs = static_cast<int>(core::json_int(j, "runs", 1));
   return in;

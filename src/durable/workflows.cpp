@@ -30,6 +30,12 @@ std::string rfc3339(std::chrono::system_clock::time_point t) {
   throw ApplicationError(temporal::Failure::from_error(e));
 }
 
+// The error, plus what went wrong cleaning up after it (if anything).
+core::Error with_cleanup(core::Error error, const Result<Json>& cleanup) {
+  if (cleanup.ok()) return error;
+  return core::Error(error.code(), error.message() + " (and cleaning up the sandbox failed: " + cleanup.error().message() + ")");
+}
+
 [[noreturn]] void fail_cancelled(const std::string& message) {
   temporal::Failure f;
   f.kind = temporal::FailureKind::kCanceled;
@@ -43,6 +49,7 @@ struct RunView {
   std::vector<Json> events;  // agent events (agent::to_json), in order
   std::string status = "starting";
   std::string sandbox_id;
+  std::string run_id;  // this workflow run: `next` restarts at 0 after a continue-as-new
 
   Json progress(const temporal::Args& args) const {
     size_t since = 0;
@@ -50,7 +57,8 @@ struct RunView {
     if (!args.empty() && args[0].is_number_integer()) since = args[0].get<size_t>();
     Json out = Json::array();
     for (size_t i = since; i < events.size(); ++i) out.push_back(events[i]);
-    return Json{{"events", out}, {"next", events.size()}, {"status", status}, {"sandbox_id", sandbox_id}};
+    return Json{{"events", out}, {"next", events.size()}, {"status", status}, {"sandbox_id", sandbox_id},
+                {"run_id", run_id}};
   }
 };
 
@@ -249,7 +257,9 @@ Json usage_json(const agent::AgentRunResult& run) {
 
 std::string run_id_of(WorkflowContext& ctx) {
   const auto& info = ctx.info();
-  return info.workflow_id + "/" + info.first_execution_run_id.substr(0, 8);
+  // The whole run id: ids of runs started close together share a prefix (UUIDv7 starts with a
+  // timestamp), and a reused workflow id must never replay another run's cells.
+  return info.workflow_id + "/" + info.first_execution_run_id;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -270,9 +280,16 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
   view.sandbox_id = sandbox_id;
   ctx.set_query_handler(kProgressQuery, [shared_view](const temporal::Args& a) { return shared_view->progress(a); });
 
+  view.run_id = ctx.info().run_id;
   auto start_task = start_sandbox(ctx, in, sandbox_id);
   Result<Json> started = co_await start_task;
-  if (!started.ok()) fail_with(started.error().with_context("starting sandbox \"" + sandbox_id + "\""));
+  if (!started.ok()) {
+    // The container may be up (a failed package install): remove it, keep the volume.
+    view.status = "failed";
+    auto cleanup_task = finish_sandbox(ctx, in, sandbox_id, false);
+    Result<Json> cleaned = co_await cleanup_task;
+    fail_with(with_cleanup(started.error().with_context("starting sandbox \"" + sandbox_id + "\""), cleaned));
+  }
   view.events.push_back(Json{{"event_kind", "sandbox"}, {"sandbox_id", sandbox_id},
                              {"resumed", core::json_bool(*started, "resumed")}});
 
@@ -294,13 +311,14 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
   Result<Json> finished = co_await finish_task;
   if (cancelled) {
     view.status = "cancelled";
-    fail_cancelled("the run was cancelled; sandbox \"" + sandbox_id + "\" was cleaned up");
+    fail_cancelled(finished.ok() ? "the run was cancelled; its sandbox \"" + sandbox_id + "\" was removed (volume kept)"
+                                 : "the run was cancelled; removing its sandbox \"" + sandbox_id +
+                                       "\" failed: " + finished.error().message());
   }
   if (!turn.run.ok()) {
     view.status = "failed";
-    fail_with(turn.run.error());
+    fail_with(with_cleanup(turn.run.error(), finished));
   }
-  if (!finished.ok()) fail_with(finished.error().with_context("stopping sandbox \"" + sandbox_id + "\""));
   view.status = "completed";
 
   TaskOutput out;
@@ -312,7 +330,10 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
   out.model = prep->model;
   out.agent = in.agent;
   out.run_id = turn.run->run_id;
-  co_return out.to_json();
+  Json result = out.to_json();
+  // The answer stands even if stopping the sandbox failed; the user is told.
+  if (!finished.ok()) result["warning"] = "stopping sandbox \"" + sandbox_id + "\" failed: " + finished.error().message();
+  co_return result;
 }
 
 // The seed's SimpleAgentWorkflow.run(user_task: str) -> str.
@@ -357,18 +378,25 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   });
   bool& stop = st->stop;
   bool& busy = st->busy;
+  view.run_id = ctx.info().run_id;
   if (!chat.sandbox_started) {
     auto start_task = start_sandbox(ctx, in, sandbox_id);
     Result<Json> started = co_await start_task;
-    if (!started.ok()) fail_with(started.error().with_context("starting sandbox \"" + sandbox_id + "\""));
+    if (!started.ok()) {
+      view.status = "failed";
+      auto cleanup_task = finish_sandbox(ctx, in, sandbox_id, false);
+      Result<Json> cleaned = co_await cleanup_task;
+      fail_with(with_cleanup(started.error().with_context("starting sandbox \"" + sandbox_id + "\""), cleaned));
+    }
     chat.sandbox_started = true;
   }
   auto prep_task = prepare(ctx, in, sandbox_id);
   Result<Prepared> prep = co_await prep_task;
   if (!prep.ok()) {
+    view.status = "failed";
     auto finish_task = finish_sandbox(ctx, in, sandbox_id, false);
-    (void)co_await finish_task;
-    fail_with(prep.error());
+    Result<Json> cleaned = co_await finish_task;
+    fail_with(with_cleanup(prep.error(), cleaned));
   }
 
   view.status = "idle";

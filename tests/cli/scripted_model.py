@@ -15,6 +15,7 @@ class ScriptedModel:
     def __init__(self, turns, on_request=None, delays=None):
         self.turns = list(turns)
         self.requests = []
+        self.headers = []  # the HTTP headers of each request
         self.on_request = on_request
         self.delays = dict(delays or {})
         model = self
@@ -26,6 +27,7 @@ class ScriptedModel:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 model.requests.append(body)
+                model.headers.append(dict(self.headers))
                 k = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
                 if model.on_request:
                     model.on_request(k, body)

@@ -178,7 +178,8 @@ def test_worker_killed_during_a_model_call_a_cell_and_between_steps(cli, tempora
             time.sleep(0.05)
         time.sleep(1)
         kill_and_restart()
-        # Between steps: the moment step 3's cell has finished, before the next model request.
+        # At the step boundary: the moment step 3's cell ends (its last statement), before the next
+        # model request.
         while time.time() < deadline and volume_file(wid, "step3.done") is None:
             time.sleep(0.05)
         kill_and_restart()
@@ -192,6 +193,8 @@ def test_worker_killed_during_a_model_call_a_cell_and_between_steps(cli, tempora
     assert worker.kills == 3
     # Every cell ran exactly once, whatever was retried.
     assert volume_file(wid, "cells.log") == "cell 1\ncell 2\ncell 3\n"
+    # The cell interrupted by the kill reached the model with its real result (recorded, not re-run).
+    assert "result: 'second'" in json.dumps(model.requests[-1]["messages"])
     p, cell = cli.json("sandbox", "exec", wid, "--json", "counter", check=0)
     assert cell["result"] == "3"
 
@@ -268,13 +271,18 @@ def test_usage_limit_ends_the_run_with_a_clear_error_and_the_sandbox_is_removed(
 def test_no_credential_in_workflow_history_or_container(cli, temporal_server, wid, config, worker_factory):
     secret = "sk-codeact-test-" + uuid.uuid4().hex
     queue = f"q-{uuid.uuid4().hex[:6]}"
-    worker_factory(queue, env={"OPENAI_API_KEY": secret})
     model = ScriptedModel([python_turn("call_1", "import os\nsorted(os.environ)"), {"content": "ok"}])
+    # The worker holds the key and the provider's address; the run names only "openai:scripted".
+    worker_factory(queue, env={"OPENAI_API_KEY": secret,
+                               "OPENAI_BASE_URL": model.model_flag.split("@", 1)[1]})
     try:
-        p, j = run_durable(cli, temporal_server, wid, model, config, "--no-worker", "--task-queue", queue,
-                           "Look around.", check=0)
+        p = cli("run", "--temporal", temporal_server, "--model", "openai:scripted", "--prompts", PROMPTS,
+                "--config", config, "--workflow-id", wid, "--json", "--no-worker", "--task-queue", queue,
+                "Look around.", env={"OPENAI_API_KEY": "client-side-key"}, check=0, timeout=300)
     finally:
         model.close()
+    # The key was really used, by the worker, to call the provider.
+    assert model.headers and all(h.get("Authorization") == f"Bearer {secret}" for h in model.headers)
     history = subprocess.run([os.path.join(REPO, ".venv/bin/temporal"), "workflow", "show", "--address",
                               temporal_server, "--workflow-id", wid, "--output", "json"],
                              capture_output=True, text=True, timeout=60)
@@ -469,3 +477,31 @@ def test_codeact_run_killed_and_run_again_follows_the_same_workflow_to_the_end(c
     assert "already running" in p.err
     assert j["output"] == "finished after the crash" and j["workflow_id"] == wid
     assert volume_file(wid, "cells.log") == "cell 1\ncell 2\n"
+
+
+def test_a_sandbox_that_fails_to_start_is_removed_and_the_run_fails_clearly(cli, temporal_server, wid, config,
+                                                                          worker_factory):
+    queue = f"q-{uuid.uuid4().hex[:6]}"
+    worker_factory(queue)
+    # The CLI refuses this combination up front ...
+    p = cli("run", "--temporal", temporal_server, "--packages", "numpy", "task")
+    assert p.returncode == 2 and "--packages needs --network" in p.err
+    # ... a client that asks anyway gets a failed run and no container left behind.
+    script = f"""
+import asyncio
+from temporalio.client import Client, WorkflowFailureError
+
+async def main():
+    client = await Client.connect("{temporal_server}")
+    try:
+        await client.execute_workflow("CodeActTaskWorkflow", {{"task": "x", "python_packages": ["numpy"]}},
+                                      id="{wid}", task_queue="{queue}")
+    except WorkflowFailureError as e:
+        print("FAILED:", e.cause)
+
+asyncio.run(main())
+"""
+    p = subprocess.run([os.path.join(REPO, ".venv/bin/python"), "-c", script], capture_output=True, text=True,
+                       timeout=300)
+    assert "FAILED:" in p.stdout and "network" in p.stdout, p.stdout + p.stderr
+    assert subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True).returncode != 0
