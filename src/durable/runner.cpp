@@ -1,6 +1,7 @@
 #include "codeact/durable/runner.hpp"
 
 #include "codeact/core/config.hpp"
+#include "codeact/core/log.hpp"
 #include "codeact/sandbox/docker_client.hpp"
 
 namespace codeact::durable {
@@ -36,6 +37,11 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(W
   temporal::WorkerOptions wo;
   wo.task_queue = r->task_queue_;
   wo.max_concurrent_activities = options.max_concurrent_activities;
+  wo.on_workflow_task = [](const temporal::WorkflowTaskStats& st) {
+    core::log().debug("workflow task {} event {}: {} events fed, cache {}, {:.2f} ms", st.workflow_id,
+                      st.history_length, st.events_fed, st.cache_hit ? "hit" : "miss",
+                      std::chrono::duration<double, std::milli>(st.processing_time).count());
+  };
   r->worker_ = std::make_unique<temporal::Worker>(*r->client_, wo);
   return r;
 }
