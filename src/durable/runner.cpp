@@ -43,6 +43,9 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(W
                       std::chrono::duration<double, std::milli>(st.processing_time).count());
   };
   r->worker_ = std::make_unique<temporal::Worker>(*r->client_, wo);
+  const core::Json& raw = r->env_->builder.config.raw;
+  r->reap_interval_seconds_ = options.reap_interval_seconds.value_or(
+      raw.is_object() && raw.contains("durable") ? core::json_number(raw["durable"], "reap_interval_seconds", 60) : 60);
   return r;
 }
 
@@ -56,16 +59,54 @@ CodeActWorkerRunner& CodeActWorkerRunner::add_agent(std::shared_ptr<codeact::Cod
   return *this;
 }
 
+std::vector<std::string> reap_orphaned_sandboxes(temporal::Client& client, sandbox::SandboxManager& manager) {
+  std::vector<std::string> stopped;
+  auto sandboxes = manager.list();
+  if (!sandboxes.ok()) return stopped;
+  for (const auto& sb : *sandboxes) {
+    if (!sb.running) continue;
+    auto d = client.describe_workflow(sb.id);
+    if (!d.ok()) continue;  // no workflow of that id: a sandbox of someone else
+    const bool ours = d->workflow_type == kTaskWorkflow || d->workflow_type == kChatWorkflow ||
+                      d->workflow_type == kSimpleAgentWorkflow;
+    // Completed, failed and cancelled runs cleaned up themselves (or kept the sandbox on purpose).
+    if (!ours || (d->status != "Terminated" && d->status != "TimedOut")) continue;
+    if (manager.stop(sb.id).ok()) {
+      core::log().info("stopped sandbox {}: its workflow ended {} without cleaning up (volume kept)", sb.id,
+                       d->status);
+      stopped.push_back(sb.id);
+    }
+  }
+  return stopped;
+}
+
 core::Status CodeActWorkerRunner::start() {
   register_codeact(*worker_, env_);
   CODEACT_TRY_STATUS(worker_->start());
   started_ = true;
+  if (reap_interval_seconds_ > 0) {
+    reaper_ = std::thread([this] {
+      const auto interval = std::chrono::milliseconds(static_cast<int64_t>(reap_interval_seconds_ * 1000));
+      std::unique_lock lock(reaper_mu_);
+      while (!reaper_cv_.wait_for(lock, interval, [this] { return reaper_stop_; })) {
+        lock.unlock();
+        reap_orphaned_sandboxes(*client_, *env_->manager);
+        lock.lock();
+      }
+    });
+  }
   return core::ok_status();
 }
 
 void CodeActWorkerRunner::wait() { worker_->wait(); }
 
 void CodeActWorkerRunner::shutdown(std::chrono::milliseconds deadline) {
+  {
+    std::lock_guard lock(reaper_mu_);
+    reaper_stop_ = true;
+  }
+  reaper_cv_.notify_all();
+  if (reaper_.joinable() && reaper_.get_id() != std::this_thread::get_id()) reaper_.join();
   if (worker_ && started_.exchange(false)) worker_->shutdown(deadline);
 }
 

@@ -20,6 +20,7 @@ PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
 # Short heartbeats so a killed worker is noticed in seconds, not minutes.
 FAST_CONFIG = """
 durable:
+  reap_interval_seconds: 1
   activities:
     model: {heartbeat_seconds: 2, start_to_close_seconds: 120, max_attempts: 20, initial_retry_seconds: 0.5}
     tool: {heartbeat_seconds: 2, start_to_close_seconds: 300, max_attempts: 20, initial_retry_seconds: 0.5}
@@ -505,3 +506,34 @@ asyncio.run(main())
                        timeout=300)
     assert "FAILED:" in p.stdout and "network" in p.stdout, p.stdout + p.stderr
     assert subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True).returncode != 0
+
+
+def test_a_terminated_run_leaves_no_running_sandbox(cli, temporal_server, wid, config, worker_factory):
+    queue = f"q-{uuid.uuid4().hex[:6]}"
+    worker_factory(queue)
+    model = ScriptedModel([python_turn("call_1", "open('/output/started', 'w').write('x')\nimport time\ntime.sleep(120)")])
+    try:
+        proc = subprocess.Popen([cli.bin, "run", "--temporal", temporal_server, "--model", model.model_flag,
+                                 "--prompts", PROMPTS, "--config", config, "--workflow-id", wid, "--no-worker",
+                                 "--task-queue", queue, "Sleep."], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        deadline = time.time() + 120
+        while time.time() < deadline and volume_file(wid, "started") is None:
+            time.sleep(0.1)
+        # Terminate runs no workflow code, so the workflow cannot clean up; the worker's reaper does.
+        t = subprocess.run([os.path.join(REPO, ".venv/bin/temporal"), "workflow", "terminate", "--address",
+                            temporal_server, "--workflow-id", wid, "--reason", "test"], capture_output=True, text=True)
+        assert t.returncode == 0, t.stderr
+        out, err = proc.communicate(timeout=60)
+        running = True
+        deadline = time.time() + 30
+        while time.time() < deadline and running:
+            state = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", f"codeact-{wid}"],
+                                   capture_output=True, text=True)
+            running = state.stdout.strip() == "true"
+            time.sleep(0.5)
+    finally:
+        model.close()
+    assert proc.returncode != 0 and "terminated" in err.lower(), err
+    assert not running, "the sandbox of a terminated run is still running"
+    assert volume_file(wid, "started") == "x"  # the volume is kept

@@ -14,6 +14,10 @@
 
 #include <functional>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +37,11 @@ struct WorkerRunnerOptions {
   int max_concurrent_activities = 16;
   std::shared_ptr<sandbox::SandboxManager> manager;  // null = a new one on the local Docker
   std::function<void(const std::string&)> progress;  // "starting the embedded ..." lines
+  // How often to look for sandboxes orphaned by terminated or timed-out runs (whose workflow code
+  // never got to clean up): a running sandbox whose id is the id of a codeact workflow that ended
+  // that way is stopped (its volume kept). 0 = never. Default: app_conf.yml
+  // durable.reap_interval_seconds, else 60.
+  std::optional<double> reap_interval_seconds;
 };
 
 class CodeActWorkerRunner {
@@ -60,9 +69,18 @@ class CodeActWorkerRunner {
   std::shared_ptr<WorkerEnv> env_;
   std::unique_ptr<temporal::Worker> worker_;
   std::atomic<bool> started_{false};
+  double reap_interval_seconds_ = 60;
+  std::thread reaper_;
+  std::mutex reaper_mu_;
+  std::condition_variable reaper_cv_;
+  bool reaper_stop_ = false;  // GUARDED_BY(reaper_mu_)
 };
 
 // $TASK_QUEUE, else "codeact".
 std::string default_task_queue();
+
+// One pass of the reaper (see WorkerRunnerOptions::reap_interval_seconds); returns the ids of the
+// sandboxes it stopped.
+std::vector<std::string> reap_orphaned_sandboxes(temporal::Client& client, sandbox::SandboxManager& manager);
 
 }  // namespace codeact::durable
