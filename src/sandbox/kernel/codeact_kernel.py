@@ -50,10 +50,14 @@ Wire protocol (version 1)
                Output: head and tail halves of max_output_bytes kept, with a line
                "... [N bytes omitted] ..." between. Output is captured at the file-descriptor
                level, so subprocesses and C extensions are captured too.
-    bash    {script, timeout?, cwd?, max_output_bytes?} -> exit_code (128+signal when killed),
-               stdout, stderr, timed_out, duration_ms, truncated. /bin/bash -c in its own process
-               group; the group is killed on timeout. cwd defaults to the output dir and is
-               confined like files.
+    bash    {script, timeout?, cwd?, max_output_bytes?, execution_id?} -> exit_code (128+signal
+               when killed), stdout, stderr, timed_out, duration_ms, truncated, replayed.
+               /bin/bash -c in its own process group; the group is killed on timeout. cwd
+               defaults to the output dir and is confined like files. With an execution_id the
+               script runs once: a known id returns the recorded reply (replayed: true), and a
+               request with the id of a script still running waits for it and gets its reply.
+               Records are files under state/once/ (the last MAX_EXECUTION_RECORDS kept); a
+               script cut short by a kernel crash has no record and runs again.
     vars    -> variables [{name, type, kind data|function|class|module, persisted, reason?,
                size?, preview}] (user names: no _-prefixed, kernel-provided or builtin names)
     get     {name} -> name, value_type (qualified type name; not "type", which the envelope
@@ -380,6 +384,16 @@ def _fsync_dir(path):
         pass
     finally:
         os.close(fd)
+
+
+def _read_json_quiet(path):
+    """The JSON object in `path`, or None when it is missing or unreadable."""
+    try:
+        with open(path, "rb") as f:
+            value = json.loads(f.read())
+        return value if isinstance(value, dict) else None
+    except (OSError, ValueError):
+        return None
 
 
 def _write_atomic(path, data, fsync):
@@ -1124,6 +1138,9 @@ class Kernel:
         self.cell = 0
         self.pending_dirty = set()  # names touched by cells not yet committed
         self.records = {}  # execution id -> (reply, size), kept in memory only
+        self.once_lock = threading.Lock()
+        self.once_running = {}  # record path -> threading.Event, for ops running with an id
+        self.once_writes = 0
         self.records_bytes = 0
         self.restored = []
         self.restore_errors = []
@@ -2126,7 +2143,61 @@ class Kernel:
         cwd = self._resolve(cwd, "cwd") if cwd else self.output_dir
         if not os.path.isdir(cwd):
             raise OpError("NotFound", "cwd %s is not a directory" % self._display(cwd))
-        return self._run_process(["/bin/bash", "-c", script], timeout, cwd, max_out)
+        exec_id = msg.get("execution_id")
+        if exec_id is not None and not isinstance(exec_id, str):
+            raise OpError("InvalidArgument", "execution_id must be a string, got %r" % (exec_id,))
+
+        def run():
+            out = self._run_process(["/bin/bash", "-c", script], timeout, cwd, max_out)
+            out["replayed"] = False
+            return out
+        return self._once("bash", exec_id, run) if exec_id else run()
+
+    def _once(self, kind, exec_id, run):
+        """Runs `run` at most once per (kind, execution id) and records its reply in a file under
+        state/once/: a known id gets the recorded reply (replayed: true); a second request for an
+        id that is still running waits for the first and gets its reply."""
+        import hashlib
+
+        digest = hashlib.sha256((kind + "\0" + exec_id).encode("utf-8", "surrogatepass")).hexdigest()[:40]
+        once_dir = os.path.join(self.store.dir, "once")
+        path = os.path.join(once_dir, digest + ".json")
+        while True:
+            with self.once_lock:
+                running = self.once_running.get(path)
+                if running is None:
+                    recorded = _read_json_quiet(path)
+                    if recorded is not None:
+                        recorded["replayed"] = True
+                        return recorded
+                    done = threading.Event()
+                    self.once_running[path] = done
+                    break
+            running.wait()  # then look again: the record is there unless the run failed
+        try:
+            out = run()
+            os.makedirs(once_dir, exist_ok=True)
+            _write_atomic(path, _encode(out), self.store.fsync)
+            self._prune_once(once_dir)
+            return out
+        finally:
+            with self.once_lock:
+                self.once_running.pop(path, None)
+            done.set()
+
+    def _prune_once(self, once_dir):
+        self.once_writes += 1
+        if self.once_writes % 100:
+            return
+        try:
+            names = [os.path.join(once_dir, n) for n in os.listdir(once_dir) if n.endswith(".json")]
+            if len(names) <= MAX_EXECUTION_RECORDS:
+                return
+            names.sort(key=lambda n: os.stat(n).st_mtime)
+            for n in names[:len(names) - MAX_EXECUTION_RECORDS]:
+                _unlink_quiet(n)
+        except OSError:
+            pass
 
     def op_install(self, msg):
         import importlib

@@ -927,3 +927,32 @@ def test_large_binary_file_round_trip_and_read_limit(kernel, client):
         f.truncate(65 << 20)
     r = client.request("files.read", path="huge.bin")
     assert r["ok"] is False and r["error"]["type"] == "ResourceExhausted"
+
+
+def test_bash_with_an_execution_id_runs_once_even_across_a_restart(kernel):
+    c = kernel.client()
+    script = "echo ran >> runs.log; wc -l < runs.log"
+    first = c.ok("bash", script=script, execution_id="run-1/1/call_b")
+    assert first["stdout"] == "1\n" and first["replayed"] is False
+    again = c.ok("bash", script=script, execution_id="run-1/1/call_b")
+    assert again["replayed"] is True and again["stdout"] == "1\n"
+    # Another id runs; no id always runs.
+    assert c.ok("bash", script=script, execution_id="run-1/2/call_b")["stdout"] == "2\n"
+    assert c.ok("bash", script=script)["stdout"] == "3\n"
+    # The record survives the kernel being killed.
+    kernel.restart()
+    after = kernel.client().ok("bash", script=script, execution_id="run-1/1/call_b")
+    assert after["replayed"] is True and after["stdout"] == "1\n"
+    with open(os.path.join(kernel.output, "runs.log")) as f:
+        assert f.read().count("ran") == 3
+
+
+def test_bash_retried_while_still_running_waits_for_the_first(kernel):
+    first, retry = kernel.client(), kernel.client()
+    script = "sleep 1; echo once >> once.log; cat once.log"
+    first.send({"id": 1, "op": "bash", "script": script, "execution_id": "r/1/slow"})
+    time.sleep(0.3)
+    second = retry.ok("bash", script=script, execution_id="r/1/slow")
+    reply = first.recv()
+    assert reply["ok"] and reply["stdout"] == "once\n"
+    assert second["stdout"] == "once\n" and second["replayed"] is True
