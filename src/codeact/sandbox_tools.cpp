@@ -315,13 +315,15 @@ SandboxTools::SandboxTools(std::shared_ptr<sandbox::SandboxManager> manager,
           "execute_bash",
           "Run a bash script in the sandbox (working directory /output) and get its exit code and "
           "output.",
-          [m, o, id, timeout_of](const ExecuteBashArgs& a, const RunContext&) -> ToolResult {
+          [m, o, id, timeout_of](const ExecuteBashArgs& a, const RunContext& ctx) -> ToolResult {
             double timeout = timeout_of(a.timeout);
-            auto r = m->bash(id, a.script, timeout);
+            // Like cells, a script runs once per call: a retried call gets the recorded result.
+            auto r = m->bash(id, a.script, timeout, execution_id(ctx));
             if (!r.ok()) return from_error(r.error());
             std::string text = r->timed_out
                                    ? fmt::format("timed out after {:g} s (killed)\n", timeout)
                                    : fmt::format("exit code {}\n", r->exit_code);
+            if (r->replayed) text += "(this call already ran; its recorded result is shown)\n";
             append_block(text, "stdout", cut_middle(r->stdout_text, o.max_output_bytes));
             append_block(text, "stderr", cut_middle(r->stderr_text, o.max_output_bytes));
             return ToolOutcome{

@@ -676,17 +676,21 @@ Result<ExecuteResult> SandboxManager::execute(const std::string& id, const Execu
   return out;
 }
 
-Result<BashResult> SandboxManager::bash(const std::string& id, const std::string& script, double timeout_seconds) {
+Result<BashResult> SandboxManager::bash(const std::string& id, const std::string& script, double timeout_seconds,
+                                        const std::string& execution_id) {
   auto timeout = timeout_seconds > 0
                      ? std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)) + options_.kill_grace
                      : std::chrono::milliseconds(0);
-  CODEACT_TRY(Json r, call_with_recovery(id, "bash", Json{{"script", script}, {"timeout", timeout_seconds}}, timeout, nullptr));
+  Json fields{{"script", script}, {"timeout", timeout_seconds}};
+  if (!execution_id.empty()) fields["execution_id"] = execution_id;
+  CODEACT_TRY(Json r, call_with_recovery(id, "bash", fields, timeout, nullptr));
   BashResult b;
   b.exit_code = core::json_int(r, "exit_code");
   b.stdout_text = core::json_string(r, "stdout");
   b.stderr_text = core::json_string(r, "stderr");
   b.timed_out = core::json_bool(r, "timed_out");
   b.duration_ms = core::json_int(r, "duration_ms");
+  b.replayed = core::json_bool(r, "replayed");
   return b;
 }
 

@@ -248,6 +248,26 @@ std::string text_of(const agent::ToolResult& r) {
   return "retry: " + std::get<agent::ModelRetry>(*r).message;
 }
 
+TEST_F(SandboxToolsTest, RetriedBashCallNeverRunsTheScriptTwice) {
+  std::string id = new_sandbox("itest-bash");
+  ASSERT_TRUE(manager_->start(sandbox::SandboxOptions{.id = id}).ok());
+  SandboxToolsOptions o;
+  o.sandbox_id = id;
+  SandboxTools tools(manager_, o);
+  Json script{{"script", "echo ran >> runs.log; wc -l < runs.log"}};
+  std::string once = text_of(call(tools, "execute_bash", script, "b1"));
+  EXPECT_NE(once.find("exit code 0"), std::string::npos) << once;
+  EXPECT_NE(once.find("1\n"), std::string::npos) << once;
+  // The same call again (a durable retry): the recorded result, the script not run again.
+  std::string again = text_of(call(tools, "execute_bash", script, "b1"));
+  EXPECT_NE(again.find("already ran"), std::string::npos) << again;
+  auto log = manager_->read_file(id, "/output/runs.log");
+  ASSERT_TRUE(log.ok()) << log.error().message();
+  EXPECT_EQ(*log, "ran\n");
+  // Another call runs.
+  EXPECT_NE(text_of(call(tools, "execute_bash", script, "b2")).find("2\n"), std::string::npos);
+}
+
 TEST_F(SandboxToolsTest, RetriedCallNeverReappliesACellAndTimeoutIsAResult) {
   std::string id = new_sandbox("itest-tools");
   ASSERT_TRUE(manager_->start(sandbox::SandboxOptions{.id = id}).ok());

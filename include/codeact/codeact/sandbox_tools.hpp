@@ -14,9 +14,9 @@
 //     model reads, not tool failures.
 //   - Bad arguments, missing files/variables and refused packages are ModelRetry (the model may
 //     fix them); Docker/kernel failures are Errors (a durable wrapper retries those).
-// Every execute_python call carries execution id `execution_id(ctx)`, derived from the run id,
-// run step and tool_call_id: a retried call (a durable activity retry, a replayed step) returns
-// the recorded cell instead of running it again.
+// Every execute_python and execute_bash call carries execution id `execution_id(ctx)`, derived
+// from the run id, run step and tool_call_id: a retried call (a durable activity retry, a replayed
+// step) returns the recorded result instead of running the cell or script again.
 //
 // Durable mode: the workflow wraps this toolset (agent::RunDrivers::wrap_toolset) so each call
 // is an activity; the activity rebuilds SandboxTools from SandboxToolsOptions (JSON-serializable)

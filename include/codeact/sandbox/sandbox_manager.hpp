@@ -123,6 +123,7 @@ struct BashResult {
   std::string stderr_text;
   bool timed_out = false;
   int64_t duration_ms = 0;
+  bool replayed = false;  // a recorded result (the execution id had run before)
   Json to_json() const;
 };
 
@@ -174,8 +175,10 @@ class SandboxManager {
   core::Result<std::vector<std::string>> cleanup(bool volumes = false);
 
   core::Result<ExecuteResult> execute(const std::string& id, const ExecuteRequest& request);
+  // With an `execution_id` the script runs once: the same id again returns the recorded result
+  // (replayed), also when the first call is still running (it waits) or the kernel restarted.
   core::Result<BashResult> bash(const std::string& id, const std::string& script,
-                                double timeout_seconds = 300);
+                                double timeout_seconds = 300, const std::string& execution_id = "");
   core::Result<Json> variables(const std::string& id);                       // {variables: [...]}
   core::Result<Json> variable(const std::string& id, const std::string& name);  // {name,type,repr,value}
   core::Result<Json> clear(const std::string& id);                           // {cleared: [...]}
