@@ -249,6 +249,22 @@ temporal::Task<Result<Json>> start_sandbox(WorkflowContext& ctx, const TaskInput
   co_return r;
 }
 
+// Starts (or resumes) the sandbox and returns what codeact.sandbox_start said. On failure the
+// container is removed (a failed package install may have left it up; the volume is kept) and
+// the workflow fails with both errors.
+temporal::Task<Json> start_or_fail(WorkflowContext& ctx, const TaskInput& in, const std::string& sandbox_id,
+                                   RunView& view) {
+  auto start_task = start_sandbox(ctx, in, sandbox_id);
+  Result<Json> started = co_await start_task;
+  if (!started.ok()) {
+    view.status = "failed";
+    auto cleanup_task = finish_sandbox(ctx, in, sandbox_id, false);
+    Result<Json> cleaned = co_await cleanup_task;
+    fail_with(with_cleanup(started.error().with_context("starting sandbox \"" + sandbox_id + "\""), cleaned));
+  }
+  co_return std::move(*started);
+}
+
 Json usage_json(const agent::AgentRunResult& run) {
   Json usage = llm::to_json(run.usage);
   usage["tool_calls"] = run.tool_calls;
@@ -281,17 +297,10 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
   ctx.set_query_handler(kProgressQuery, [shared_view](const temporal::Args& a) { return shared_view->progress(a); });
 
   view.run_id = ctx.info().run_id;
-  auto start_task = start_sandbox(ctx, in, sandbox_id);
-  Result<Json> started = co_await start_task;
-  if (!started.ok()) {
-    // The container may be up (a failed package install): remove it, keep the volume.
-    view.status = "failed";
-    auto cleanup_task = finish_sandbox(ctx, in, sandbox_id, false);
-    Result<Json> cleaned = co_await cleanup_task;
-    fail_with(with_cleanup(started.error().with_context("starting sandbox \"" + sandbox_id + "\""), cleaned));
-  }
+  auto start_task = start_or_fail(ctx, in, sandbox_id, view);
+  Json started = co_await start_task;
   view.events.push_back(Json{{"event_kind", "sandbox"}, {"sandbox_id", sandbox_id},
-                             {"resumed", core::json_bool(*started, "resumed")}});
+                             {"resumed", core::json_bool(started, "resumed")}});
 
   view.status = "running";
   auto prep_task = prepare(ctx, in, sandbox_id);
@@ -380,14 +389,8 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   bool& busy = st->busy;
   view.run_id = ctx.info().run_id;
   if (!chat.sandbox_started) {
-    auto start_task = start_sandbox(ctx, in, sandbox_id);
-    Result<Json> started = co_await start_task;
-    if (!started.ok()) {
-      view.status = "failed";
-      auto cleanup_task = finish_sandbox(ctx, in, sandbox_id, false);
-      Result<Json> cleaned = co_await cleanup_task;
-      fail_with(with_cleanup(started.error().with_context("starting sandbox \"" + sandbox_id + "\""), cleaned));
-    }
+    auto start_task = start_or_fail(ctx, in, sandbox_id, view);
+    (void)co_await start_task;
     chat.sandbox_started = true;
   }
   auto prep_task = prepare(ctx, in, sandbox_id);
