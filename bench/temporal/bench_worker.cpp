@@ -5,24 +5,10 @@
 #include <iostream>
 
 #include "codeact/temporal/worker.hpp"
+#include "noop_sequence.hpp"
 
 namespace tp = codeact::temporal;
 using codeact::core::Json;
-
-namespace {
-
-tp::Task<Json> bench_workflow(tp::WorkflowContext& ctx, tp::Args args) {
-  int n = args.empty() ? 200 : args[0].get<int>();
-  tp::ActivityOptions options;
-  options.start_to_close_timeout = std::chrono::seconds(10);
-  for (int i = 0; i < n; ++i) {
-    auto r = co_await ctx.execute_activity("noop", Json(i), options);
-    if (!r.ok()) throw tp::ApplicationError(r.failure());
-  }
-  co_return Json(n);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   tp::ClientOptions co;
@@ -42,11 +28,7 @@ int main(int argc, char** argv) {
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   tp::Worker worker(std::move(client).value(), wo);
-  worker.register_workflow("Bench", bench_workflow);
-  worker.register_activity(
-      "noop", [](tp::ActivityContext&, const tp::Args& a) -> codeact::core::Result<Json> {
-        return a.empty() ? Json(nullptr) : a[0];
-      });
+  codeact::bench::register_noop_sequence(worker, "Bench");
   if (auto st = worker.start(); !st.ok()) {
     std::cerr << st.error().to_string() << "\n";
     return 2;

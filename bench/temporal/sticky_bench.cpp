@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../bench_stats.hpp"
+#include "noop_sequence.hpp"
 #include "codeact/core/subprocess.hpp"
 #include "codeact/temporal/worker.hpp"
 
@@ -31,17 +32,6 @@ namespace core = codeact::core;
 using core::Json;
 
 namespace {
-
-tp::Task<Json> sequence_workflow(tp::WorkflowContext& ctx, tp::Args args) {
-  int n = args.empty() ? 500 : args[0].get<int>();
-  tp::ActivityOptions options;
-  options.start_to_close_timeout = std::chrono::seconds(10);
-  for (int i = 0; i < n; ++i) {
-    auto r = co_await ctx.execute_activity("noop", Json(i), options);
-    if (!r.ok()) throw tp::ApplicationError(r.failure());
-  }
-  co_return Json(n);
-}
 
 int free_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -91,11 +81,7 @@ std::optional<ModeResult> run_mode(tp::Client& client, int cache_size, int n) {
     out.tasks.push_back(s);
   };
   tp::Worker worker(client, wo);
-  worker.register_workflow("Sequence", sequence_workflow);
-  worker.register_activity("noop",
-                           [](tp::ActivityContext&, const tp::Args& a) -> core::Result<Json> {
-                             return a.empty() ? Json(nullptr) : a[0];
-                           });
+  codeact::bench::register_noop_sequence(worker, "Sequence");
   if (auto st = worker.start(); !st.ok()) {
     std::cerr << st.error().to_string() << "\n";
     return std::nullopt;

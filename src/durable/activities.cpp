@@ -147,6 +147,22 @@ Result<codeact::SandboxToolsOptions> tools_options(const Json& in, const std::st
   return codeact::SandboxToolsOptions::from_json(t);
 }
 
+// What the agent activities get: the input, the agent by name and the sandbox it is bound to.
+struct AgentCall {
+  Json in;
+  std::string sandbox_id;
+  std::shared_ptr<codeact::CodeActAgent> agent;
+};
+
+Result<AgentCall> agent_call(Env& env, const Args& args, const char* activity) {
+  AgentCall c;
+  CODEACT_TRY(c.in, arg0(args, activity));
+  CODEACT_TRY(auto name, required_string(c.in, "agent"));
+  CODEACT_TRY(c.sandbox_id, required_string(c.in, "sandbox_id"));
+  CODEACT_TRY(c.agent, env.agent(name));
+  return c;
+}
+
 Result<Json> sandbox_start(Env& env, ActivityContext& ctx, const Args& args) {
   CODEACT_TRY(Json in, arg0(args, kSandboxStartActivity));
   Heartbeat hb(ctx);
@@ -188,11 +204,11 @@ Result<Json> sandbox_finish(Env& env, ActivityContext& ctx, const Args& args) {
 }
 
 Result<Json> agent_prepare(Env& env, ActivityContext& ctx, const Args& args) {
-  CODEACT_TRY(Json in, arg0(args, kAgentPrepareActivity));
+  CODEACT_TRY(AgentCall target, agent_call(env, args, kAgentPrepareActivity));
   Heartbeat hb(ctx);
-  CODEACT_TRY(auto name, required_string(in, "agent"));
-  CODEACT_TRY(auto sandbox_id, required_string(in, "sandbox_id"));
-  CODEACT_TRY(auto agent, env.agent(name));
+  const Json& in = target.in;
+  const std::string& sandbox_id = target.sandbox_id;
+  const auto& agent = target.agent;
   // Fails early, and clearly, when the worker has no such model or no key for it.
   CODEACT_TRY(auto model, env.model(core::json_string(in, "model")));
   std::string model_name = core::json_string(in, "model");
@@ -213,7 +229,7 @@ Result<Json> agent_prepare(Env& env, ActivityContext& ctx, const Args& args) {
   auto excluded = agent->excluded_tools();
   if (!excluded.empty()) tools = agent::FilteredToolset::excluding(tools, excluded);
   agent::RunContext rc;
-  rc.agent_name = name;
+  rc.agent_name = agent->name();
   rc.deps = Json{{"sandbox_id", sandbox_id}};
   agent::RunLoop loop;
   auto listed = loop.run(tools->get_tools(rc));
@@ -245,11 +261,11 @@ core::Status add_instructions(Env& env, const codeact::CodeActAgent& agent, cons
 }
 
 Result<Json> model_request(Env& env, ActivityContext& ctx, const Args& args) {
-  CODEACT_TRY(Json in, arg0(args, kModelRequestActivity));
+  CODEACT_TRY(AgentCall target, agent_call(env, args, kModelRequestActivity));
   Heartbeat hb(ctx);
-  CODEACT_TRY(auto name, required_string(in, "agent"));
-  CODEACT_TRY(auto sandbox_id, required_string(in, "sandbox_id"));
-  CODEACT_TRY(auto agent, env.agent(name));
+  const Json& in = target.in;
+  const std::string& sandbox_id = target.sandbox_id;
+  const auto& agent = target.agent;
   CODEACT_TRY(auto model, env.model(core::json_string(in, "model")));
   CODEACT_TRY(auto messages, llm::messages_from_json(in.value("messages", Json::array())));
   CODEACT_TRY(auto settings, llm::settings_from_json(in.value("settings", Json::object())));
@@ -262,11 +278,11 @@ Result<Json> model_request(Env& env, ActivityContext& ctx, const Args& args) {
 }
 
 Result<Json> tool_call(Env& env, ActivityContext& ctx, const Args& args) {
-  CODEACT_TRY(Json in, arg0(args, kToolCallActivity));
+  CODEACT_TRY(AgentCall target, agent_call(env, args, kToolCallActivity));
   Heartbeat hb(ctx);
-  CODEACT_TRY(auto name, required_string(in, "agent"));
-  CODEACT_TRY(auto sandbox_id, required_string(in, "sandbox_id"));
-  CODEACT_TRY(auto agent, env.agent(name));
+  const Json& in = target.in;
+  const std::string& sandbox_id = target.sandbox_id;
+  const auto& agent = target.agent;
   CODEACT_TRY(auto fns, env.functions(*agent, mcp_names(in)));
   CODEACT_TRY(auto opts, tools_options(in, sandbox_id));
   CODEACT_TRY(auto rc, agent::run_context_from_json(in.value("ctx", Json::object())));

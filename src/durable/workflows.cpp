@@ -252,15 +252,24 @@ temporal::Task<Result<Json>> start_sandbox(WorkflowContext& ctx, const TaskInput
 // Starts (or resumes) the sandbox and returns what codeact.sandbox_start said. On failure the
 // container is removed (a failed package install may have left it up; the volume is kept) and
 // the workflow fails with both errors.
+// Removes the sandbox's container (volume kept) and fails the workflow with `error` (and the
+// cleanup's own error, if any).
+temporal::Task<Json> fail_after_cleanup(WorkflowContext& ctx, const TaskInput& in, const std::string& sandbox_id,
+                                        RunView& view, core::Error error) {
+  view.status = "failed";
+  auto cleanup_task = finish_sandbox(ctx, in, sandbox_id, false);
+  Result<Json> cleaned = co_await cleanup_task;
+  fail_with(with_cleanup(std::move(error), cleaned));
+}
+
 temporal::Task<Json> start_or_fail(WorkflowContext& ctx, const TaskInput& in, const std::string& sandbox_id,
                                    RunView& view) {
   auto start_task = start_sandbox(ctx, in, sandbox_id);
   Result<Json> started = co_await start_task;
   if (!started.ok()) {
-    view.status = "failed";
-    auto cleanup_task = finish_sandbox(ctx, in, sandbox_id, false);
-    Result<Json> cleaned = co_await cleanup_task;
-    fail_with(with_cleanup(started.error().with_context("starting sandbox \"" + sandbox_id + "\""), cleaned));
+    auto fail_task = fail_after_cleanup(ctx, in, sandbox_id, view,
+                                        started.error().with_context("starting sandbox \"" + sandbox_id + "\""));
+    (void)co_await fail_task;
   }
   co_return std::move(*started);
 }
@@ -396,10 +405,8 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   auto prep_task = prepare(ctx, in, sandbox_id);
   Result<Prepared> prep = co_await prep_task;
   if (!prep.ok()) {
-    view.status = "failed";
-    auto finish_task = finish_sandbox(ctx, in, sandbox_id, false);
-    Result<Json> cleaned = co_await finish_task;
-    fail_with(with_cleanup(prep.error(), cleaned));
+    auto fail_task = fail_after_cleanup(ctx, in, sandbox_id, view, prep.error());
+    (void)co_await fail_task;
   }
 
   view.status = "idle";

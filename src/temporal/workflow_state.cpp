@@ -241,6 +241,15 @@ bool is_job_event(const historyv1::HistoryEvent& e) {
   }
 }
 
+// The retry policy of an activity or child workflow command.
+void encode_retry_policy(const RetryPolicy& policy, ::temporal::api::common::v1::RetryPolicy* out) {
+  set_duration(policy.initial_interval, out->mutable_initial_interval());
+  out->set_backoff_coefficient(policy.backoff_coefficient);
+  if (policy.maximum_interval.count() > 0) set_duration(policy.maximum_interval, out->mutable_maximum_interval());
+  out->set_maximum_attempts(policy.maximum_attempts);
+  for (const auto& t : policy.non_retryable_error_types) out->add_non_retryable_error_types(t);
+}
+
 }  // namespace
 
 WorkflowState::WorkflowState(WorkflowFunction fn, std::string ns, std::string task_queue)
@@ -684,16 +693,7 @@ std::pair<std::shared_ptr<Pending>, std::string> WorkflowState::schedule_activit
     set_duration(o.schedule_to_start_timeout, a->mutable_schedule_to_start_timeout());
   if (o.heartbeat_timeout.count() > 0)
     set_duration(o.heartbeat_timeout, a->mutable_heartbeat_timeout());
-  if (o.retry_policy) {
-    auto* r = a->mutable_retry_policy();
-    set_duration(o.retry_policy->initial_interval, r->mutable_initial_interval());
-    r->set_backoff_coefficient(o.retry_policy->backoff_coefficient);
-    if (o.retry_policy->maximum_interval.count() > 0)
-      set_duration(o.retry_policy->maximum_interval, r->mutable_maximum_interval());
-    r->set_maximum_attempts(o.retry_policy->maximum_attempts);
-    for (const auto& t : o.retry_policy->non_retryable_error_types)
-      r->add_non_retryable_error_types(t);
-  }
+  if (o.retry_policy) encode_retry_policy(*o.retry_policy, a->mutable_retry_policy());
   commands_.push_back(std::move(cmd));
   activities_by_id_[id] = p;
   return {p, id};
@@ -805,16 +805,7 @@ std::pair<std::shared_ptr<Pending>, int64_t> WorkflowState::start_child(
       a->set_parent_close_policy(enumsv1::PARENT_CLOSE_POLICY_REQUEST_CANCEL);
       break;
   }
-  if (o.retry_policy) {
-    auto* r = a->mutable_retry_policy();
-    set_duration(o.retry_policy->initial_interval, r->mutable_initial_interval());
-    r->set_backoff_coefficient(o.retry_policy->backoff_coefficient);
-    if (o.retry_policy->maximum_interval.count() > 0)
-      set_duration(o.retry_policy->maximum_interval, r->mutable_maximum_interval());
-    r->set_maximum_attempts(o.retry_policy->maximum_attempts);
-    for (const auto& t : o.retry_policy->non_retryable_error_types)
-      r->add_non_retryable_error_types(t);
-  }
+  if (o.retry_policy) encode_retry_policy(*o.retry_policy, a->mutable_retry_policy());
   commands_.push_back(std::move(cmd));
   Child child;
   child.pending = p;
