@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <random>
 #include <regex>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "codeact/core/config.hpp"
 #include "codeact/core/log.hpp"
 #include "codeact/sandbox/image_builder.hpp"
+#include "codeact/sandbox/kernel_channel.hpp"
 #include "codeact/sandbox/tar_archive.hpp"
 
 namespace codeact::sandbox {
@@ -183,23 +186,76 @@ Result<int64_t> parse_size(const std::string& text) {
 
 // ---- manager ------------------------------------------------------------------------------
 
-SandboxManager::SandboxManager(std::shared_ptr<DockerClient> docker, SandboxManagerOptions options)
+// Everything behind SandboxManager's public methods (which forward here).
+class SandboxManager::Impl {
+ public:
+  Impl(std::shared_ptr<DockerClient> docker, SandboxManagerOptions options);
+
+  Result<SandboxInfo> start(const SandboxOptions& options);
+  Status stop(const std::string& id);
+  Result<SandboxInfo> restart(const std::string& id);
+  Status remove(const std::string& id, bool volume);
+  Result<SandboxInfo> info(const std::string& id);
+  Result<std::vector<SandboxInfo>> list();
+  Result<std::vector<std::string>> cleanup(bool volumes);
+  Result<ExecuteResult> execute(const std::string& id, const ExecuteRequest& request);
+  Result<BashResult> bash(const std::string& id, const std::string& script, double timeout_seconds,
+                          const std::string& execution_id);
+  Result<Json> variables(const std::string& id);
+  Result<Json> variable(const std::string& id, const std::string& name);
+  Result<Json> clear(const std::string& id);
+  Result<std::vector<FileEntry>> list_files(const std::string& id, const std::string& path);
+  Result<std::string> read_file(const std::string& id, const std::string& path);
+  Status write_file(const std::string& id, const std::string& path, std::string_view data);
+  Result<InstallResult> install(const std::string& id, const std::vector<std::string>& packages,
+                                bool system);
+  Status register_functions(const std::string& id, const Json& functions);
+  Status define(const std::string& id, const std::string& source);
+  Result<Json> kernel_call(const std::string& id, const std::string& op, Json fields,
+                           std::chrono::milliseconds timeout);
+  Result<std::vector<VolumeInfo>> list_volumes();
+  Status remove_volume(const std::string& id);
+  DockerClient& docker() { return *docker_; }
+  std::string socket_path(const std::string& id) const;
+  VolumeSpec volume_spec(const std::string& id) const;
+
+ private:
+  Result<std::string> ensure_image(const SandboxOptions& options);
+  Result<std::string> ensure_system_image(const std::string& base,
+                                          const std::vector<std::string>& packages);
+  Result<ContainerSpec> container_spec(const SandboxOptions& options, const std::string& image);
+  Result<Json> wait_ready(const std::string& id);
+  // Makes sure the container runs and its kernel answers; `notice` says what was done.
+  Result<Json> ensure_running(const std::string& id, std::string* notice);
+  Result<std::unique_ptr<KernelChannel>> open_channel(const std::string& id, std::string* notice);
+  Result<Json> call_with_recovery(const std::string& id, const std::string& op, Json fields,
+                                  std::chrono::milliseconds timeout, std::string* notice);
+  std::optional<std::string> env(const std::string& name) const;
+  std::mutex& lock_for(const std::string& id);
+
+  std::shared_ptr<DockerClient> docker_;
+  SandboxManagerOptions options_;
+  std::mutex locks_mu_;
+  std::map<std::string, std::unique_ptr<std::mutex>> locks_;  // GUARDED_BY(locks_mu_)
+};
+
+SandboxManager::Impl::Impl(std::shared_ptr<DockerClient> docker, SandboxManagerOptions options)
     : docker_(std::move(docker)), options_(std::move(options)) {
   if (options_.data_dir.empty()) options_.data_dir = core::data_dir();
 }
 
-std::optional<std::string> SandboxManager::env(const std::string& name) const {
+std::optional<std::string> SandboxManager::Impl::env(const std::string& name) const {
   return options_.env ? options_.env(name) : core::getenv_string(name);
 }
 
-std::mutex& SandboxManager::lock_for(const std::string& id) {
+std::mutex& SandboxManager::Impl::lock_for(const std::string& id) {
   std::lock_guard lock(locks_mu_);
   auto& m = locks_[id];
   if (!m) m = std::make_unique<std::mutex>();
   return *m;
 }
 
-std::string SandboxManager::socket_path(const std::string& id) const {
+std::string SandboxManager::Impl::socket_path(const std::string& id) const {
   return fmt::format("{}/run/{}/kernel.sock", options_.data_dir, id);
 }
 
@@ -232,7 +288,7 @@ Status SandboxManager::validate_system_package(const std::string& name) {
   return core::ok_status();
 }
 
-VolumeSpec SandboxManager::volume_spec(const std::string& id) const {
+VolumeSpec SandboxManager::Impl::volume_spec(const std::string& id) const {
   VolumeSpec spec;
   spec.name = volume_name(id);
   spec.labels = {{std::string(kSandboxLabel), "1"}, {std::string(kSandboxIdLabel), id}};
@@ -250,7 +306,7 @@ VolumeSpec SandboxManager::volume_spec(const std::string& id) const {
   return spec;
 }
 
-Result<std::string> SandboxManager::ensure_image(const SandboxOptions& options) {
+Result<std::string> SandboxManager::Impl::ensure_image(const SandboxOptions& options) {
   std::string base = options.image;
   if (base.empty()) {
     ImageBuilderOptions bo;
@@ -264,7 +320,7 @@ Result<std::string> SandboxManager::ensure_image(const SandboxOptions& options) 
   return ensure_system_image(base, options.system_packages);
 }
 
-Result<std::string> SandboxManager::ensure_system_image(const std::string& base,
+Result<std::string> SandboxManager::Impl::ensure_system_image(const std::string& base,
                                                          const std::vector<std::string>& packages) {
   for (const auto& p : packages) CODEACT_TRY_STATUS(validate_system_package(p));
   std::vector<std::string> sorted = packages;
@@ -293,7 +349,7 @@ Result<std::string> SandboxManager::ensure_system_image(const std::string& base,
   return derived;
 }
 
-Result<ContainerSpec> SandboxManager::container_spec(const SandboxOptions& options, const std::string& image) {
+Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions& options, const std::string& image) {
   CODEACT_TRY(int64_t memory, parse_size(options.memory));
   CODEACT_TRY(int64_t tmp_bytes, parse_size(options.tmp_size));
   if (options.cpus <= 0 || options.cpus > 256) {
@@ -342,7 +398,7 @@ Result<ContainerSpec> SandboxManager::container_spec(const SandboxOptions& optio
   return spec;
 }
 
-Result<Json> SandboxManager::wait_ready(const std::string& id) {
+Result<Json> SandboxManager::Impl::wait_ready(const std::string& id) {
   auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
   while (true) {
     auto ch = KernelChannel::connect(socket_path(id), 250ms);
@@ -368,7 +424,7 @@ Result<Json> SandboxManager::wait_ready(const std::string& id) {
   }
 }
 
-Result<SandboxInfo> SandboxManager::start(const SandboxOptions& in) {
+Result<SandboxInfo> SandboxManager::Impl::start(const SandboxOptions& in) {
   SandboxOptions options = in;
   if (options.id.empty()) options.id = random_id();
   CODEACT_TRY_STATUS(validate_id(options.id));
@@ -447,7 +503,7 @@ Result<SandboxInfo> SandboxManager::start(const SandboxOptions& in) {
   return info;
 }
 
-Result<SandboxInfo> SandboxManager::info(const std::string& id) {
+Result<SandboxInfo> SandboxManager::Impl::info(const std::string& id) {
   CODEACT_TRY_STATUS(validate_id(id));
   SandboxInfo info;
   info.id = id;
@@ -473,13 +529,13 @@ Result<SandboxInfo> SandboxManager::info(const std::string& id) {
   return info;
 }
 
-Status SandboxManager::stop(const std::string& id) {
+Status SandboxManager::Impl::stop(const std::string& id) {
   CODEACT_TRY_STATUS(info(id));
   std::lock_guard lock(lock_for(id));
   return docker_->stop_container(container_name(id), std::chrono::seconds(5));
 }
 
-Result<SandboxInfo> SandboxManager::restart(const std::string& id) {
+Result<SandboxInfo> SandboxManager::Impl::restart(const std::string& id) {
   CODEACT_TRY_STATUS(info(id));
   {
     std::lock_guard lock(lock_for(id));
@@ -492,7 +548,7 @@ Result<SandboxInfo> SandboxManager::restart(const std::string& id) {
   return i;
 }
 
-Status SandboxManager::remove(const std::string& id, bool volume) {
+Status SandboxManager::Impl::remove(const std::string& id, bool volume) {
   CODEACT_TRY_STATUS(validate_id(id));
   std::lock_guard lock(lock_for(id));
   auto c = docker_->inspect_container(container_name(id));
@@ -520,7 +576,7 @@ Status SandboxManager::remove(const std::string& id, bool volume) {
   return core::ok_status();
 }
 
-Result<std::vector<SandboxInfo>> SandboxManager::list() {
+Result<std::vector<SandboxInfo>> SandboxManager::Impl::list() {
   ContainerListOptions lo;
   lo.filters["label"] = {std::string(kSandboxLabel) + "=1"};
   CODEACT_TRY(auto containers, docker_->list_containers(lo));
@@ -543,7 +599,7 @@ Result<std::vector<SandboxInfo>> SandboxManager::list() {
   return out;
 }
 
-Result<std::vector<std::string>> SandboxManager::cleanup(bool volumes) {
+Result<std::vector<std::string>> SandboxManager::Impl::cleanup(bool volumes) {
   CODEACT_TRY(auto sandboxes, list());
   std::vector<std::string> removed;
   for (const auto& s : sandboxes) {
@@ -553,7 +609,7 @@ Result<std::vector<std::string>> SandboxManager::cleanup(bool volumes) {
   return removed;
 }
 
-Result<Json> SandboxManager::ensure_running(const std::string& id, std::string* notice) {
+Result<Json> SandboxManager::Impl::ensure_running(const std::string& id, std::string* notice) {
   std::lock_guard lock(lock_for(id));
   auto c = docker_->inspect_container(container_name(id));
   if (!c.ok()) {
@@ -577,14 +633,14 @@ Result<Json> SandboxManager::ensure_running(const std::string& id, std::string* 
   return wait_ready(id);
 }
 
-Result<std::unique_ptr<KernelChannel>> SandboxManager::open_channel(const std::string& id, std::string* notice) {
+Result<std::unique_ptr<KernelChannel>> SandboxManager::Impl::open_channel(const std::string& id, std::string* notice) {
   auto ch = KernelChannel::connect(socket_path(id), 200ms);
   if (ch.ok()) return ch;
   CODEACT_TRY_STATUS(ensure_running(id, notice));
   return KernelChannel::connect(socket_path(id), 5s);
 }
 
-Result<Json> SandboxManager::call_with_recovery(const std::string& id, const std::string& op, Json fields,
+Result<Json> SandboxManager::Impl::call_with_recovery(const std::string& id, const std::string& op, Json fields,
                                                 std::chrono::milliseconds timeout, std::string* notice) {
   CODEACT_TRY_STATUS(validate_id(id));
   CODEACT_TRY(auto ch, open_channel(id, notice));
@@ -599,12 +655,12 @@ Result<Json> SandboxManager::call_with_recovery(const std::string& id, const std
   return r;
 }
 
-Result<Json> SandboxManager::kernel_call(const std::string& id, const std::string& op, Json fields,
+Result<Json> SandboxManager::Impl::kernel_call(const std::string& id, const std::string& op, Json fields,
                                          std::chrono::milliseconds timeout) {
   return call_with_recovery(id, op, std::move(fields), timeout, nullptr);
 }
 
-Result<ExecuteResult> SandboxManager::execute(const std::string& id, const ExecuteRequest& req) {
+Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id, const ExecuteRequest& req) {
   CODEACT_TRY_STATUS(validate_id(id));
   std::string notice;
   CODEACT_TRY(auto ch, open_channel(id, &notice));
@@ -676,7 +732,7 @@ Result<ExecuteResult> SandboxManager::execute(const std::string& id, const Execu
   return out;
 }
 
-Result<BashResult> SandboxManager::bash(const std::string& id, const std::string& script, double timeout_seconds,
+Result<BashResult> SandboxManager::Impl::bash(const std::string& id, const std::string& script, double timeout_seconds,
                                         const std::string& execution_id) {
   auto timeout = timeout_seconds > 0
                      ? std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)) + options_.kill_grace
@@ -694,19 +750,19 @@ Result<BashResult> SandboxManager::bash(const std::string& id, const std::string
   return b;
 }
 
-Result<Json> SandboxManager::variables(const std::string& id) {
+Result<Json> SandboxManager::Impl::variables(const std::string& id) {
   return call_with_recovery(id, "vars", Json::object(), 60s, nullptr);
 }
 
-Result<Json> SandboxManager::variable(const std::string& id, const std::string& name) {
+Result<Json> SandboxManager::Impl::variable(const std::string& id, const std::string& name) {
   return call_with_recovery(id, "get", Json{{"name", name}}, 60s, nullptr);
 }
 
-Result<Json> SandboxManager::clear(const std::string& id) {
+Result<Json> SandboxManager::Impl::clear(const std::string& id) {
   return call_with_recovery(id, "clear", Json::object(), 60s, nullptr);
 }
 
-Result<std::vector<FileEntry>> SandboxManager::list_files(const std::string& id, const std::string& path) {
+Result<std::vector<FileEntry>> SandboxManager::Impl::list_files(const std::string& id, const std::string& path) {
   Json fields = Json::object();
   if (!path.empty()) fields["path"] = path;
   CODEACT_TRY(Json r, call_with_recovery(id, "files.list", fields, 60s, nullptr));
@@ -717,17 +773,17 @@ Result<std::vector<FileEntry>> SandboxManager::list_files(const std::string& id,
   return out;
 }
 
-Result<std::string> SandboxManager::read_file(const std::string& id, const std::string& path) {
+Result<std::string> SandboxManager::Impl::read_file(const std::string& id, const std::string& path) {
   CODEACT_TRY(Json r, call_with_recovery(id, "files.read", Json{{"path", path}}, 120s, nullptr));
   return core::base64_decode(core::json_string(r, "data_b64"));
 }
 
-Status SandboxManager::write_file(const std::string& id, const std::string& path, std::string_view data) {
+Status SandboxManager::Impl::write_file(const std::string& id, const std::string& path, std::string_view data) {
   CODEACT_TRY_STATUS(call_with_recovery(id, "files.write", Json{{"path", path}, {"data_b64", core::base64_encode(data)}}, 120s, nullptr));
   return core::ok_status();
 }
 
-Result<InstallResult> SandboxManager::install(const std::string& id, const std::vector<std::string>& packages,
+Result<InstallResult> SandboxManager::Impl::install(const std::string& id, const std::vector<std::string>& packages,
                                               bool system) {
   if (packages.empty()) return core::invalid_argument("no packages given to install");
   InstallResult out;
@@ -771,21 +827,21 @@ Result<InstallResult> SandboxManager::install(const std::string& id, const std::
   return out;
 }
 
-Status SandboxManager::register_functions(const std::string& id, const Json& functions) {
+Status SandboxManager::Impl::register_functions(const std::string& id, const Json& functions) {
   CODEACT_TRY_STATUS(call_with_recovery(id, "bridge.register", Json{{"functions", functions}}, 60s, nullptr));
   return core::ok_status();
 }
 
-Status SandboxManager::define(const std::string& id, const std::string& source) {
+Status SandboxManager::Impl::define(const std::string& id, const std::string& source) {
   CODEACT_TRY_STATUS(call_with_recovery(id, "define", Json{{"source", source}}, 120s, nullptr));
   return core::ok_status();
 }
 
-Result<std::vector<VolumeInfo>> SandboxManager::list_volumes() {
+Result<std::vector<VolumeInfo>> SandboxManager::Impl::list_volumes() {
   return docker_->list_volumes({{"label", {std::string(kSandboxLabel) + "=1"}}});
 }
 
-Status SandboxManager::remove_volume(const std::string& id) {
+Status SandboxManager::Impl::remove_volume(const std::string& id) {
   CODEACT_TRY_STATUS(validate_id(id));
   auto c = docker_->inspect_container(container_name(id));
   if (c.ok()) {
@@ -802,5 +858,59 @@ Status SandboxManager::remove_volume(const std::string& id) {
   }
   return docker_->remove_volume(volume_name(id), true);
 }
+
+// ---- SandboxManager: forwards to Impl -------------------------------------------------------
+
+SandboxManager::SandboxManager(std::shared_ptr<DockerClient> docker, SandboxManagerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(docker), std::move(options))) {}
+SandboxManager::~SandboxManager() = default;
+
+Result<SandboxInfo> SandboxManager::start(const SandboxOptions& o) { return impl_->start(o); }
+Status SandboxManager::stop(const std::string& id) { return impl_->stop(id); }
+Result<SandboxInfo> SandboxManager::restart(const std::string& id) { return impl_->restart(id); }
+Status SandboxManager::remove(const std::string& id, bool volume) { return impl_->remove(id, volume); }
+Result<SandboxInfo> SandboxManager::info(const std::string& id) { return impl_->info(id); }
+Result<std::vector<SandboxInfo>> SandboxManager::list() { return impl_->list(); }
+Result<std::vector<std::string>> SandboxManager::cleanup(bool volumes) { return impl_->cleanup(volumes); }
+Result<ExecuteResult> SandboxManager::execute(const std::string& id, const ExecuteRequest& r) {
+  return impl_->execute(id, r);
+}
+Result<BashResult> SandboxManager::bash(const std::string& id, const std::string& script,
+                                        double timeout_seconds, const std::string& execution_id) {
+  return impl_->bash(id, script, timeout_seconds, execution_id);
+}
+Result<Json> SandboxManager::variables(const std::string& id) { return impl_->variables(id); }
+Result<Json> SandboxManager::variable(const std::string& id, const std::string& name) {
+  return impl_->variable(id, name);
+}
+Result<Json> SandboxManager::clear(const std::string& id) { return impl_->clear(id); }
+Result<std::vector<FileEntry>> SandboxManager::list_files(const std::string& id, const std::string& path) {
+  return impl_->list_files(id, path);
+}
+Result<std::string> SandboxManager::read_file(const std::string& id, const std::string& path) {
+  return impl_->read_file(id, path);
+}
+Status SandboxManager::write_file(const std::string& id, const std::string& path, std::string_view data) {
+  return impl_->write_file(id, path, data);
+}
+Result<InstallResult> SandboxManager::install(const std::string& id,
+                                              const std::vector<std::string>& packages, bool system) {
+  return impl_->install(id, packages, system);
+}
+Status SandboxManager::register_functions(const std::string& id, const Json& functions) {
+  return impl_->register_functions(id, functions);
+}
+Status SandboxManager::define(const std::string& id, const std::string& source) {
+  return impl_->define(id, source);
+}
+Result<Json> SandboxManager::kernel_call(const std::string& id, const std::string& op, Json fields,
+                                         std::chrono::milliseconds timeout) {
+  return impl_->kernel_call(id, op, std::move(fields), timeout);
+}
+Result<std::vector<VolumeInfo>> SandboxManager::list_volumes() { return impl_->list_volumes(); }
+Status SandboxManager::remove_volume(const std::string& id) { return impl_->remove_volume(id); }
+DockerClient& SandboxManager::docker() { return impl_->docker(); }
+std::string SandboxManager::socket_path(const std::string& id) const { return impl_->socket_path(id); }
+VolumeSpec SandboxManager::volume_spec(const std::string& id) const { return impl_->volume_spec(id); }
 
 }  // namespace codeact::sandbox

@@ -20,14 +20,10 @@
 #include "codeact/core/cancel.hpp"
 #include "codeact/core/json.hpp"
 #include "codeact/core/result.hpp"
+#include "codeact/sandbox/sandbox_types.hpp"
 
 namespace codeact::sandbox {
 
-// Host function called from sandbox code: (name, positional args, keyword args) -> JSON value,
-// or an Error whose message is raised in the sandbox as ToolError.
-using BridgeHandler =
-    std::function<core::Result<core::Json>(const std::string& name, const core::Json& args,
-                                           const core::Json& kwargs)>;
 
 struct KernelCallOptions {
   // How long to wait for the reply. 0 = forever. A DeadlineExceeded leaves the kernel running

@@ -1,0 +1,134 @@
+// The value types of the sandbox API (SandboxBackend, SandboxManager): what a sandbox is made
+// from, what its operations take and return. Plain data; copyable; no I/O.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codeact/core/cancel.hpp"
+#include "codeact/core/json.hpp"
+#include "codeact/core/result.hpp"
+
+namespace codeact::sandbox {
+
+using core::Json;
+
+inline constexpr std::string_view kSandboxLabel = "io.codeact.sandbox";
+inline constexpr std::string_view kSandboxIdLabel = "io.codeact.sandbox.id";
+
+// Host function called from sandbox code: (name, positional args, keyword args) -> JSON value,
+// or an Error whose message is raised in the sandbox as ToolError.
+using BridgeHandler =
+    std::function<core::Result<core::Json>(const std::string& name, const core::Json& args,
+                                           const core::Json& kwargs)>;
+
+struct SandboxOptions {
+  std::string id;  // "" = a fresh random id ("sbx-1a2b3c4d")
+  std::vector<std::string> python_packages;
+  std::vector<std::string> system_packages;
+  bool network = false;
+  std::string memory = "512m";  // docker-style size: 512m, 2g
+  double cpus = 1.0;
+  int64_t pids_limit = 256;
+  std::string tmp_size = "256m";
+  // Disk limit of everything the sandbox can write on the host (its volume): a docker-style size
+  // ("10g"), or "none" for no limit. Default: 10g. Needs a local volume; see SandboxManager.
+  std::string disk = "10g";
+  // Default: ENABLE_PERSISTENCE (true unless "false"/"0").
+  std::optional<bool> persistence;
+  std::string image;  // "" = the codeact sandbox image (built on first use)
+};
+
+struct SandboxInfo {
+  std::string id;
+  std::string container_id;
+  std::string container_name;
+  std::string volume;
+  std::string image;
+  std::string status;  // docker state: running, exited, created, ... ; "missing" without container
+  bool running = false;
+  bool network = false;
+  bool resumed = false;  // start() found an existing sandbox
+  std::vector<std::string> python_packages;
+  std::vector<std::string> system_packages;
+  int64_t cell = 0;      // last committed cell (when the kernel was asked)
+  std::vector<Json> restore_errors;  // {name, reason} reported by the kernel on restore
+  Json to_json() const;
+};
+
+struct CellError {
+  std::string type;
+  std::string message;
+  std::string traceback;
+};
+
+struct ExecuteRequest {
+  std::string code;
+  std::string execution_id;  // "" = none (no replay protection)
+  double timeout_seconds = 300;  // 0 = no limit
+  bool persist = true;
+  Json variables;                // object of name -> JSON value injected first, or null
+  int64_t max_output_bytes = 65536;
+  // Live output: (stream name, text) as the cell prints.
+  std::function<void(const std::string& stream, const std::string& text)> on_output;
+  // Host functions callable from the cell (MCP tools, custom functions).
+  BridgeHandler bridge;
+  const core::CancelToken* cancel = nullptr;
+};
+
+struct ExecuteResult {
+  bool ok = false;  // the cell ran without raising
+  std::string stdout_text;
+  std::string stderr_text;
+  std::optional<std::string> result;  // repr of the final expression's value
+  std::optional<CellError> error;
+  std::vector<Json> outputs;        // {type: "image/png", path}
+  std::vector<std::string> files;   // files the cell created or changed
+  std::vector<Json> not_persisted;  // {name, reason}
+  int64_t duration_ms = 0;
+  std::string execution_id;
+  int64_t cell = 0;
+  bool replayed = false;
+  bool timed_out = false;
+  bool kernel_restarted = false;
+  std::string notice;  // what the manager did to recover, for the user
+  Json truncated;      // {stdout: bytes omitted, ...} or null
+
+  // The `sandbox exec --json` object: ok, stdout, stderr, result, error, outputs,
+  // not_persisted, duration_ms, execution_id (+ files, cell, replayed, timed_out, notice, ...).
+  Json to_json() const;
+  static ExecuteResult from_json(const Json& j);
+};
+
+struct BashResult {
+  int64_t exit_code = 0;
+  std::string stdout_text;
+  std::string stderr_text;
+  bool timed_out = false;
+  int64_t duration_ms = 0;
+  bool replayed = false;  // a recorded result (the execution id had run before)
+  Json to_json() const;
+};
+
+struct FileEntry {
+  std::string path;
+  int64_t size = 0;
+  double mtime = 0;
+};
+
+struct InstallResult {
+  bool ok = false;
+  std::vector<std::string> installed;
+  std::string output;  // installer output (capped)
+  std::string image;   // for system packages: the new image the sandbox now runs
+  Json to_json() const;
+};
+
+// "512m" -> 536870912; InvalidArgument for garbage.
+core::Result<int64_t> parse_size(const std::string& text);
+
+}  // namespace codeact::sandbox
