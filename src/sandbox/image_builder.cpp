@@ -28,6 +28,8 @@ using core::Status;
 namespace {
 
 constexpr std::string_view kDefaultBaseImage = "debian:bookworm-slim";
+// The kernel package's directory, in the recipe's file names and in the build context.
+constexpr std::string_view kKernelPackageDir = "codeact_kernel";
 
 class Sha256 {
  public:
@@ -166,13 +168,23 @@ Result<std::string> ImageBuilder::ensure_image() {
 
 Result<std::string> ImageBuilder::build_context(const std::string& apt_packages) const {
   TarWriter tar;
-  for (const char* name : {"Dockerfile", "entrypoint.sh", "codeact_kernel.py"}) {
+  for (const char* name : {"Dockerfile", "entrypoint.sh"}) {
     auto it = recipe_.files.find(name);
     if (it == recipe_.files.end()) {
       return core::internal_error(fmt::format("sandbox image recipe has no {}", name));
     }
     bool executable = std::string_view(name).ends_with(".sh");
     CODEACT_TRY_STATUS(tar.add_file(name, it->second, executable ? 0755 : 0644));
+  }
+  // The kernel package: every recipe file under codeact_kernel/.
+  const std::string kernel_prefix = std::string(kKernelPackageDir) + "/";
+  if (!recipe_.files.contains(kernel_prefix + "__main__.py")) {
+    return core::internal_error(
+        fmt::format("sandbox image recipe has no {}__main__.py (the kernel)", kernel_prefix));
+  }
+  CODEACT_TRY_STATUS(tar.add_directory(kKernelPackageDir));
+  for (const auto& [name, content] : recipe_.files) {
+    if (name.starts_with(kernel_prefix)) CODEACT_TRY_STATUS(tar.add_file(name, content, 0644));
   }
   // The host's trust store, so `pip install uv` works behind a TLS-inspecting proxy. Not part of
   // the recipe hash: it changes how uv is downloaded, not what the image is.

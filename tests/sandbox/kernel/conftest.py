@@ -22,7 +22,8 @@ import time
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-KERNEL = os.path.join(REPO, "src", "sandbox", "kernel", "codeact_kernel.py")
+# The package directory, run the way the image runs it: python3 /opt/codeact/codeact_kernel
+KERNEL = os.path.join(REPO, "src", "sandbox", "kernel", "codeact_kernel")
 KERNEL_PYTHON = os.environ.get("CODEACT_TEST_KERNEL_PYTHON") or sys.executable
 KERNEL_UID = int(os.environ["CODEACT_TEST_KERNEL_UID"]) if os.environ.get(
     "CODEACT_TEST_KERNEL_UID") else None

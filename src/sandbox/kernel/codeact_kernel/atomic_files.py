@@ -1,0 +1,54 @@
+"""Small-file writes that are all-or-nothing: a temporary file renamed into place (fsynced when
+asked), and the quiet helpers around them."""
+
+import json
+import os
+import threading
+
+
+def write_atomic(path, data, fsync):
+    tmp = "%s.tmp-%d-%d" % (path, os.getpid(), threading.get_ident())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        if fsync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        unlink_quiet(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+
+
+def fsync_dir(path):
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def unlink_quiet(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def read_json_quiet(path):
+    """The JSON object in `path`, or None when it is missing or unreadable."""
+    try:
+        with open(path, "rb") as f:
+            value = json.loads(f.read())
+        return value if isinstance(value, dict) else None
+    except (OSError, ValueError):
+        return None
