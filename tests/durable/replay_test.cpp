@@ -1,0 +1,315 @@
+// Replay safety of the durable CodeAct workflows: real runs of CodeActTaskWorkflow,
+// CodeActChatWorkflow and SimpleAgentWorkflow, recorded against a Temporal dev server and Docker
+// (tests/durable/histories/, see its README.md), replayed against the workflow code as it is now.
+// A change to src/durable/workflows.cpp that breaks one of these tests would break the runs in
+// flight when it is deployed: guard it with ctx.patched(...) or give the workflow a new name.
+//
+// Each test is named after the history it protects and also checks that the file still shows
+// what it was recorded for (a retried cell, a continue-as-new, ...), so a re-recording that lost
+// it fails. No server, no Docker.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codeact/core/base64.hpp"
+#include "codeact/core/json.hpp"
+#include "codeact/durable/workflows.hpp"
+#include "codeact/temporal/worker.hpp"
+#include "codeact/temporal/workflow.hpp"
+
+namespace codeact::durable {
+namespace {
+
+using core::Json;
+
+const std::string kHistories = std::string(CODEACT_SOURCE_DIR) + "/tests/durable/histories/";
+
+// The histories with a test below; a file in the directory that is not here fails
+// EveryRecordedHistoryHasItsTest.
+const std::set<std::string> kTested = {
+    "simple_agent_completed.json",     "task_cells_bash_file_retried.json",
+    "chat_run1_continued_as_new.json", "chat_run2_stopped.json",
+    "task_cancelled_during_cell.json", "task_failed_usage_limit.json",
+};
+
+core::Status replay_with_current_code(const std::string& file) {
+  temporal::Replayer replayer;
+  register_codeact_workflows(replayer);
+  return replayer.replay_file(kHistories + file);
+}
+
+// A history file as `temporal workflow show --output json` wrote it, read to check what it covers.
+class RecordedHistory {
+ public:
+  explicit RecordedHistory(const std::string& file) {
+    std::ifstream in(kHistories + file);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    auto j = core::parse_json(text, file);
+    if (j.ok()) events_ = (*j)["events"];
+  }
+
+  size_t size() const { return events_.size(); }
+  const Json& first() const { return events_.front(); }
+  std::string last_type() const {
+    return events_.empty() ? "" : events_.back().value("eventType", "");
+  }
+  const Json& last() const { return events_.back(); }
+
+  std::vector<Json> of_type(const std::string& type) const {
+    std::vector<Json> out;
+    for (const auto& e : events_)
+      if (e.value("eventType", "") == type) out.push_back(e);
+    return out;
+  }
+  int first_id(const std::string& type) const {
+    for (const auto& e : events_)
+      if (e.value("eventType", "") == type) return std::stoi(e.value("eventId", "0"));
+    return 0;
+  }
+
+  // The activity types scheduled, in order.
+  std::vector<std::string> scheduled() const {
+    std::vector<std::string> out;
+    for (const auto& e : of_type("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"))
+      out.push_back(e["activityTaskScheduledEventAttributes"]["activityType"]["name"]);
+    return out;
+  }
+  int scheduled_id(const std::string& activity_type, int after = 0) const {
+    for (const auto& e : of_type("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED")) {
+      int id = std::stoi(e.value("eventId", "0"));
+      if (id > after &&
+          e["activityTaskScheduledEventAttributes"]["activityType"]["name"] == activity_type)
+        return id;
+    }
+    return 0;
+  }
+
+  // The highest attempt a started activity of this type reached (the server records the
+  // attempt that finished).
+  int max_attempt(const std::string& activity_type) const {
+    std::set<std::string> ids;
+    for (const auto& e : of_type("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"))
+      if (e["activityTaskScheduledEventAttributes"]["activityType"]["name"] == activity_type)
+        ids.insert(e["eventId"].get<std::string>());
+    int most = 0;
+    for (const auto& e : of_type("EVENT_TYPE_ACTIVITY_TASK_STARTED")) {
+      const Json& a = e["activityTaskStartedEventAttributes"];
+      if (ids.count(a["scheduledEventId"].get<std::string>()))
+        most = std::max(most, a.value("attempt", 1));
+    }
+    return most;
+  }
+
+  // Every payload of the event, decoded (the files hold them base64-encoded), one per line.
+  static std::string payloads(const Json& event) {
+    std::string out;
+    auto walk = [&out](const Json& v, auto& self) -> void {
+      if (v.is_object()) {
+        if (v.contains("data") && v["data"].is_string() && v.contains("metadata")) {
+          auto decoded = core::base64_decode(v["data"].get<std::string>());
+          if (decoded.ok()) out += *decoded + "\n";
+        }
+        for (const auto& [k, x] : v.items()) self(x, self);
+      } else if (v.is_array()) {
+        for (const auto& x : v) self(x, self);
+      }
+    };
+    walk(event, walk);
+    return out;
+  }
+  std::string all_payloads() const { return payloads(events_); }
+
+ private:
+  Json events_ = Json::array();
+};
+
+long count_of(const std::vector<std::string>& v, const std::string& s) {
+  return std::count(v.begin(), v.end(), s);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(DurableHistoryReplay, SimpleAgentCompletedReplays) {
+  const std::string f = "simple_agent_completed.json";
+  RecordedHistory h(f);
+  ASSERT_GT(h.size(), 0u) << f;
+  EXPECT_EQ(h.first()["workflowExecutionStartedEventAttributes"]["workflowType"]["name"],
+            "SimpleAgentWorkflow");
+  EXPECT_EQ(h.last_type(), "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED");
+  EXPECT_NE(RecordedHistory::payloads(h.last()).find("Hello from the sandbox!"), std::string::npos);
+  auto st = replay_with_current_code(f);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+TEST(DurableHistoryReplay, TaskCellsBashFileRetriedReplays) {
+  const std::string f = "task_cells_bash_file_retried.json";
+  RecordedHistory h(f);
+  ASSERT_GT(h.size(), 0u) << f;
+  EXPECT_EQ(h.first()["workflowExecutionStartedEventAttributes"]["workflowType"]["name"],
+            kTaskWorkflow);
+  EXPECT_EQ(h.last_type(), "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED");
+  const auto acts = h.scheduled();
+  EXPECT_GE(count_of(acts, "codeact.tool_call"), 5);
+  EXPECT_GE(count_of(acts, "codeact.model_request"), 6);
+  // A worker was SIGKILLed during a cell and during a model request: both were retried on the
+  // restarted worker, and its cached workflow tasks timed out.
+  EXPECT_GE(h.max_attempt("codeact.tool_call"), 2);
+  EXPECT_GE(h.max_attempt("codeact.model_request"), 2);
+  EXPECT_FALSE(h.of_type("EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT").empty());
+  const std::string payloads = h.all_payloads();
+  for (const char* tool : {"execute_python", "execute_bash", "write_file"})
+    EXPECT_NE(payloads.find(std::string("\"tool_name\":\"") + tool + "\""), std::string::npos)
+        << tool;
+  EXPECT_NE(RecordedHistory::payloads(h.last()).find("/output/report.txt"), std::string::npos);
+  auto st = replay_with_current_code(f);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+TEST(DurableHistoryReplay, ChatRun1ContinuedAsNewReplays) {
+  const std::string f = "chat_run1_continued_as_new.json";
+  RecordedHistory h(f);
+  ASSERT_GT(h.size(), 0u) << f;
+  EXPECT_EQ(h.first()["workflowExecutionStartedEventAttributes"]["workflowType"]["name"],
+            kChatWorkflow);
+  EXPECT_EQ(h.last_type(), "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW");
+  // Three messages arrived; two were answered (max_turns_per_run 2), the third is carried over.
+  EXPECT_EQ(h.of_type("EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED").size(), 3u);
+  const std::string carried = RecordedHistory::payloads(h.last());
+  EXPECT_NE(carried.find("Double the sum"), std::string::npos);
+  EXPECT_NE(carried.find("The sum is 15."), std::string::npos);
+  auto st = replay_with_current_code(f);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+TEST(DurableHistoryReplay, ChatRun2StoppedReplays) {
+  const std::string f = "chat_run2_stopped.json";
+  RecordedHistory h(f);
+  ASSERT_GT(h.size(), 0u) << f;
+  const Json& started = h.first()["workflowExecutionStartedEventAttributes"];
+  EXPECT_EQ(started["workflowType"]["name"], kChatWorkflow);
+  // The run chat_run1 continued into: its sandbox already started, the queued message answered.
+  RecordedHistory run1("chat_run1_continued_as_new.json");
+  ASSERT_GT(run1.size(), 0u);
+  EXPECT_EQ(
+      started.value("continuedExecutionRunId", ""),
+      run1.first()["workflowExecutionStartedEventAttributes"].value("originalExecutionRunId", "x"));
+  EXPECT_EQ(count_of(h.scheduled(), "codeact.sandbox_start"), 0);
+  auto signals = h.of_type("EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED");
+  ASSERT_EQ(signals.size(), 1u);
+  EXPECT_EQ(signals[0]["workflowExecutionSignaledEventAttributes"]["signalName"], kStopChat);
+  EXPECT_EQ(h.last_type(), "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED");
+  EXPECT_NE(RecordedHistory::payloads(h.last()).find("\"reason\":\"stopped\""), std::string::npos);
+  auto st = replay_with_current_code(f);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+TEST(DurableHistoryReplay, TaskCancelledDuringCellReplays) {
+  const std::string f = "task_cancelled_during_cell.json";
+  RecordedHistory h(f);
+  ASSERT_GT(h.size(), 0u) << f;
+  EXPECT_EQ(h.last_type(), "EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED");
+  // The cancel request reached the running cell, then the cleanup activity removed the container.
+  const int cancel = h.first_id("EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED");
+  ASSERT_GT(cancel, 0);
+  EXPECT_GT(h.first_id("EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED"), cancel);
+  const int cleanup = h.scheduled_id("codeact.sandbox_finish", cancel);
+  ASSERT_GT(cleanup, cancel);
+  for (const auto& e : h.of_type("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED")) {
+    if (e["eventId"] == std::to_string(cleanup)) {
+      EXPECT_NE(RecordedHistory::payloads(e).find("\"mode\":\"remove\""), std::string::npos);
+    }
+  }
+  auto st = replay_with_current_code(f);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+TEST(DurableHistoryReplay, TaskFailedUsageLimitReplays) {
+  const std::string f = "task_failed_usage_limit.json";
+  RecordedHistory h(f);
+  ASSERT_GT(h.size(), 0u) << f;
+  EXPECT_EQ(h.last_type(), "EVENT_TYPE_WORKFLOW_EXECUTION_FAILED");
+  EXPECT_NE(h.last()["workflowExecutionFailedEventAttributes"]["failure"]
+                .value("message", "")
+                .find("request_limit"),
+            std::string::npos);
+  EXPECT_EQ(h.scheduled().back(), "codeact.sandbox_finish");
+  auto st = replay_with_current_code(f);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+TEST(DurableHistoryReplay, EveryRecordedHistoryHasItsTest) {
+  std::set<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(kHistories))
+    if (entry.path().extension() == ".json") files.insert(entry.path().filename().string());
+  EXPECT_EQ(files, kTested)
+      << "add a test for each history file (and drop the test of a removed one)";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The check can fail: other code registered under a recorded workflow's name is caught.
+
+temporal::ActivityOptions one_minute() {
+  temporal::ActivityOptions o;
+  o.start_to_close_timeout = std::chrono::seconds(60);
+  return o;
+}
+
+// Prepares the agent before starting the sandbox (the recorded code starts the sandbox first).
+temporal::Task<Json> prepares_before_starting(temporal::WorkflowContext& ctx, temporal::Args) {
+  auto prepare = ctx.execute_activity("codeact.agent_prepare", Json::object(), one_minute());
+  (void)co_await prepare;
+  co_return Json(nullptr);
+}
+
+// Starts the sandbox as recorded, then calls the model without preparing the agent.
+temporal::Task<Json> skips_the_prepare_step(temporal::WorkflowContext& ctx, temporal::Args) {
+  auto start = ctx.execute_activity("codeact.sandbox_start", Json::object(), one_minute());
+  (void)co_await start;
+  auto model = ctx.execute_activity("codeact.model_request", Json::object(), one_minute());
+  (void)co_await model;
+  co_return Json(nullptr);
+}
+
+core::Status replay_with(const std::string& file, const std::string& name,
+                         temporal::WorkflowFunction fn) {
+  temporal::Replayer replayer;
+  replayer.register_workflow(name, std::move(fn));
+  return replayer.replay_file(kHistories + file);
+}
+
+TEST(DurableHistoryReplay, TaskCellsBashFileRetriedFailsOnADifferentFirstActivity) {
+  const std::string f = "task_cells_bash_file_retried.json";
+  auto st = replay_with(f, kTaskWorkflow, prepares_before_starting);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), core::Code::kFailedPrecondition);
+  const std::string& m = st.error().message();
+  EXPECT_NE(m.find("nondeterminism"), std::string::npos) << m;
+  EXPECT_NE(m.find("ScheduleActivityTask(activity_type='codeact.agent_prepare'"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("ActivityTaskScheduled(activity_type='codeact.sandbox_start'"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(f), std::string::npos) << "the error names the file: " << m;
+}
+
+TEST(DurableHistoryReplay, ChatRun1ContinuedAsNewFailsWhenAStepIsDropped) {
+  const std::string f = "chat_run1_continued_as_new.json";
+  auto st = replay_with(f, kChatWorkflow, skips_the_prepare_step);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), core::Code::kFailedPrecondition);
+  const std::string& m = st.error().message();
+  EXPECT_NE(m.find("nondeterminism"), std::string::npos) << m;
+  EXPECT_NE(m.find("ScheduleActivityTask(activity_type='codeact.model_request'"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("ActivityTaskScheduled(activity_type='codeact.agent_prepare'"),
+            std::string::npos)
+      << m;
+}
+
+}  // namespace
+}  // namespace codeact::durable
