@@ -594,39 +594,35 @@ core::Status WorkflowState::run_until_blocked() {
       if (!finished_ && root_ && root_->done()) {
         finished_ = true;
         conditions_.clear();
-        auto& promise = root_->handle().promise();
         commandv1::Command cmd;
-        if (!promise.error) {
+        try {
+          Json result = root_->result();
           cmd.set_command_type(enumsv1::COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION);
           encode_payloads(
-              Args{*promise.value},
+              Args{std::move(result)},
               cmd.mutable_complete_workflow_execution_command_attributes()->mutable_result());
-        } else {
-          try {
-            std::rethrow_exception(promise.error);
-          } catch (const ApplicationError& ex) {
-            if (ex.failure().kind == FailureKind::kCanceled && cancel_requested_) {
-              cmd.set_command_type(enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION);
-              cmd.mutable_cancel_workflow_execution_command_attributes();
-            } else {
-              cmd.set_command_type(enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION);
-              encode_failure(
-                  ex.failure(),
-                  cmd.mutable_fail_workflow_execution_command_attributes()->mutable_failure());
-            }
-          } catch (const ContinueAsNew& can) {
-            cmd.set_command_type(enumsv1::COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION);
-            auto* a = cmd.mutable_continue_as_new_workflow_execution_command_attributes();
-            a->mutable_workflow_type()->set_name(info_.workflow_type);
-            a->mutable_task_queue()->set_name(info_.task_queue);
-            encode_payloads(can.args, a->mutable_input());
-          } catch (const std::exception& ex) {
-            return core::unknown_error(std::string("workflow ") + info_.workflow_type +
-                                       " threw: " + ex.what());
-          } catch (...) {
-            return core::unknown_error("workflow " + info_.workflow_type +
-                                       " threw a non-standard exception");
+        } catch (const ApplicationError& ex) {
+          if (ex.failure().kind == FailureKind::kCanceled && cancel_requested_) {
+            cmd.set_command_type(enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION);
+            cmd.mutable_cancel_workflow_execution_command_attributes();
+          } else {
+            cmd.set_command_type(enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION);
+            encode_failure(
+                ex.failure(),
+                cmd.mutable_fail_workflow_execution_command_attributes()->mutable_failure());
           }
+        } catch (const ContinueAsNew& can) {
+          cmd.set_command_type(enumsv1::COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION);
+          auto* a = cmd.mutable_continue_as_new_workflow_execution_command_attributes();
+          a->mutable_workflow_type()->set_name(info_.workflow_type);
+          a->mutable_task_queue()->set_name(info_.task_queue);
+          encode_payloads(can.args, a->mutable_input());
+        } catch (const std::exception& ex) {
+          return core::unknown_error(std::string("workflow ") + info_.workflow_type +
+                                     " threw: " + ex.what());
+        } catch (...) {
+          return core::unknown_error("workflow " + info_.workflow_type +
+                                     " threw a non-standard exception");
         }
         commands_.push_back(std::move(cmd));
       }
