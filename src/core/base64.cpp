@@ -54,19 +54,4 @@ Result<std::string> base64_decode(std::string_view in) {
   return out;
 }
 
-bool is_valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    for (size_t k = 1; k < len; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
-    }
-    if (len == 2 && c < 0xc2) return false;  // overlong
-    i += len;
-  }
-  return true;
-}
-
 }  // namespace codeact::core

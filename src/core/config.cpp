@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "codeact/core/strings.hpp"
+
 namespace codeact::core {
 namespace {
 
@@ -181,9 +183,7 @@ Result<std::string> find_config_file(const std::string& file_name, const std::st
     if (file_exists(c)) return c;
     tried.push_back(c);
   }
-  std::string list;
-  for (const auto& t : tried) list += (list.empty() ? "" : ", ") + t;
-  return not_found(fmt::format("no {} found; looked at: {}", file_name, list));
+  return not_found(fmt::format("no {} found; looked at: {}", file_name, join(tried, ", ")));
 }
 
 std::string data_dir() {

@@ -17,11 +17,3 @@ TEST(Base64, RoundTripsEveryByteAndAllPaddings) {
   EXPECT_EQ(*base64_decode("Zm9v\nYmFy"), "foobar");
   EXPECT_FALSE(base64_decode("Zm9v*").ok());
 }
-
-TEST(Base64, Utf8Validity) {
-  EXPECT_TRUE(is_valid_utf8("plain ascii"));
-  EXPECT_TRUE(is_valid_utf8("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80"));
-  EXPECT_FALSE(is_valid_utf8("\xff\xfe"));
-  EXPECT_FALSE(is_valid_utf8("\xc3"));        // truncated
-  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));    // overlong
-}

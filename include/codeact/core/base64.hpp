@@ -5,13 +5,12 @@
 #include <string_view>
 
 #include "codeact/core/result.hpp"
+#include "codeact/core/strings.hpp"  // is_valid_utf8, which lived here before
 
 namespace codeact::core {
 
 std::string base64_encode(std::string_view data);
 // Ignores line breaks; InvalidArgument on any other character outside the alphabet.
 Result<std::string> base64_decode(std::string_view text);
-// True when `data` is valid UTF-8 (so it can travel as a JSON string).
-bool is_valid_utf8(std::string_view data);
 
 }  // namespace codeact::core

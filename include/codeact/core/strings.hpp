@@ -1,0 +1,19 @@
+// String helpers every layer needs, written once: trimming, joining, UTF-8 validation.
+// Pure functions on bytes (no locale); thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace codeact::core {
+
+// `s` without leading and trailing ASCII white space (space, \t, \n, \v, \f, \r).
+std::string trim(std::string_view s);
+// The items with `separator` between them: join({"a", "b"}, ", ") == "a, b"; "" for none.
+std::string join(const std::vector<std::string>& items, std::string_view separator);
+// True when `data` is valid UTF-8 (so it can travel as a JSON string): no overlong forms, no
+// surrogates, nothing above U+10FFFF, no truncated sequence.
+bool is_valid_utf8(std::string_view data);
+
+}  // namespace codeact::core

@@ -1,0 +1,49 @@
+#include "codeact/core/strings.hpp"
+
+#include <cstdint>
+
+namespace codeact::core {
+
+std::string trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\n\v\f\r";
+  size_t begin = s.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) return "";
+  size_t end = s.find_last_not_of(kSpace);
+  return std::string(s.substr(begin, end - begin + 1));
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += separator;
+    out += items[i];
+  }
+  return out;
+}
+
+bool is_valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xe  ? 3
+                 : (c >> 3) == 0x1e ? 4
+                                    : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
+    for (size_t k = 1; k < len; ++k) {
+      auto cont = static_cast<unsigned char>(s[i + k]);
+      if ((cont >> 6) != 0x2) return false;
+      cp = (cp << 6) | (cont & 0x3f);
+    }
+    static constexpr uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMinimum[len]) return false;            // overlong
+    if (cp >= 0xd800 && cp <= 0xdfff) return false;  // UTF-16 surrogate
+    if (cp > 0x10ffff) return false;                 // beyond Unicode
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace codeact::core

@@ -1,0 +1,36 @@
+#include "codeact/core/strings.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace codeact::core;
+
+TEST(Strings, TrimRemovesAsciiWhiteSpaceAtBothEndsOnly) {
+  EXPECT_EQ(trim("  a b \t\r\n"), "a b");
+  EXPECT_EQ(trim("\v\fx"), "x");
+  EXPECT_EQ(trim(" \n\t "), "");
+  EXPECT_EQ(trim(""), "");
+  EXPECT_EQ(trim("inner  space"), "inner  space");
+  EXPECT_EQ(trim("\xc2\xa0nbsp\xc2\xa0"), "\xc2\xa0nbsp\xc2\xa0")
+      << "only ASCII white space is trimmed";
+}
+
+TEST(Strings, JoinPutsTheSeparatorBetweenItems) {
+  EXPECT_EQ(join({}, ", "), "");
+  EXPECT_EQ(join({"a"}, ", "), "a");
+  EXPECT_EQ(join({"a", "", "c"}, ","), "a,,c");
+  EXPECT_EQ(join({"numpy", "pandas"}, " "), "numpy pandas");
+}
+
+TEST(Strings, Utf8ValidityAcceptsWhatJsonCanCarry) {
+  EXPECT_TRUE(is_valid_utf8("plain ascii"));
+  EXPECT_TRUE(is_valid_utf8(std::string("nul \0 inside", 12)));
+  EXPECT_TRUE(is_valid_utf8("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80"));
+  EXPECT_TRUE(is_valid_utf8("\xf4\x8f\xbf\xbf"));  // U+10FFFF, the last code point
+  EXPECT_FALSE(is_valid_utf8("\xff\xfe"));
+  EXPECT_FALSE(is_valid_utf8("\xc3"));              // truncated
+  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));          // overlong 2-byte
+  EXPECT_FALSE(is_valid_utf8("\xe0\x80\xaf"));      // overlong 3-byte
+  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));      // a UTF-16 surrogate
+  EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(is_valid_utf8("a\x80"));             // stray continuation byte
+}
