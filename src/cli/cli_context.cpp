@@ -5,22 +5,14 @@
 
 #include <iostream>
 
+#include "codeact/core/strings.hpp"
 #include "codeact/sandbox/docker_client.hpp"
 
 namespace codeact::cli {
 
 int report(const core::Error& error) {
   std::cerr << "codeact: " << error.message() << "\n";
-  switch (error.code()) {
-    case core::Code::kInvalidArgument:
-      return kExitUsage;
-    case core::Code::kUnavailable:
-    case core::Code::kNotFound:
-    case core::Code::kDeadlineExceeded:
-      return kExitUnavailable;
-    default:
-      return 1;
-  }
+  return core::exit_code(error.code());
 }
 
 core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager() {
@@ -37,9 +29,8 @@ std::vector<std::string> split_csv(const std::vector<std::string>& values) {
     size_t start = 0;
     while (start <= v.size()) {
       size_t comma = v.find(',', start);
-      std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      while (!item.empty() && item.front() == ' ') item.erase(item.begin());
-      while (!item.empty() && item.back() == ' ') item.pop_back();
+      std::string item = core::trim(std::string_view(v).substr(
+          start, comma == std::string::npos ? std::string::npos : comma - start));
       if (!item.empty()) out.push_back(item);
       if (comma == std::string::npos) break;
       start = comma + 1;

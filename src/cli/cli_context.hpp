@@ -13,14 +13,14 @@
 
 namespace codeact::cli {
 
-// Exit statuses of the CLI contract.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitCellRaised = 1;
-inline constexpr int kExitUsage = 2;
-inline constexpr int kExitUnavailable = 3;
+// Exit statuses of the CLI contract (README.md), defined with the code mapping in core.
+using core::kExitOk;
+using core::kExitUnavailable;
+using core::kExitUsage;
+inline constexpr int kExitCellRaised = core::kExitFailed;  // sandbox exec/bash: the cell raised
 
-// Prints "codeact: <message>" to stderr and returns the exit status for the error:
-// 2 for bad input, 3 when Docker/the sandbox is unavailable or missing, 1 otherwise.
+// Prints "codeact: <message>" to stderr and returns core::exit_code of its code: 2 for bad
+// input, 3 when Docker/the sandbox is unavailable or missing, 1 otherwise.
 int report(const core::Error& error);
 
 // A Docker client and sandbox manager; progress of a first-use image build goes to stderr.

@@ -5,11 +5,10 @@
 namespace codeact::core {
 namespace {
 constexpr std::array<std::string_view, 17> kNames = {
-    "OK",           "Cancelled",        "Unknown",           "InvalidArgument",
-    "DeadlineExceeded", "NotFound",     "AlreadyExists",     "PermissionDenied",
-    "ResourceExhausted", "FailedPrecondition", "Aborted",    "OutOfRange",
-    "Unimplemented", "Internal",        "Unavailable",       "DataLoss",
-    "Unauthenticated"};
+    "OK",       "Cancelled",      "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+    "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+    "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
+    "DataLoss", "Unauthenticated"};
 }  // namespace
 
 std::string_view code_name(Code code) {
@@ -39,30 +38,82 @@ bool is_retryable(Code code) {
 
 int http_status(Code code) {
   switch (code) {
-    case Code::kOk: return 200;
-    case Code::kCancelled: return 499;
+    case Code::kOk:
+      return 200;
+    case Code::kCancelled:
+      return 499;
     case Code::kInvalidArgument:
-    case Code::kOutOfRange: return 400;
-    case Code::kFailedPrecondition: return 409;
-    case Code::kUnauthenticated: return 401;
-    case Code::kPermissionDenied: return 403;
-    case Code::kNotFound: return 404;
+    case Code::kOutOfRange:
+      return 400;
+    case Code::kFailedPrecondition:
+      return 409;
+    case Code::kUnauthenticated:
+      return 401;
+    case Code::kPermissionDenied:
+      return 403;
+    case Code::kNotFound:
+      return 404;
     case Code::kAlreadyExists:
-    case Code::kAborted: return 409;
-    case Code::kResourceExhausted: return 429;
-    case Code::kUnimplemented: return 501;
-    case Code::kUnavailable: return 503;
-    case Code::kDeadlineExceeded: return 504;
-    default: return 500;
+    case Code::kAborted:
+      return 409;
+    case Code::kResourceExhausted:
+      return 429;
+    case Code::kUnimplemented:
+      return 501;
+    case Code::kUnavailable:
+      return 503;
+    case Code::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
   }
+}
+
+Code code_from_http_status(int status) {
+  if (status >= 200 && status < 300) return Code::kOk;
+  switch (status) {
+    case 400:
+      return Code::kInvalidArgument;
+    case 401:
+      return Code::kUnauthenticated;
+    case 403:
+      return Code::kPermissionDenied;
+    case 404:
+      return Code::kNotFound;
+    case 408:
+      return Code::kUnavailable;
+    case 409:
+      return Code::kAborted;
+    case 412:
+      return Code::kFailedPrecondition;
+    case 416:
+      return Code::kOutOfRange;
+    case 429:
+      return Code::kResourceExhausted;
+    case 499:
+      return Code::kCancelled;
+    case 501:
+      return Code::kUnimplemented;
+    default:
+      break;
+  }
+  if (status >= 500 && status < 600) return Code::kUnavailable;
+  if (status >= 400 && status < 500) return Code::kInvalidArgument;
+  return Code::kUnknown;
 }
 
 int exit_code(Code code) {
   switch (code) {
-    case Code::kOk: return 0;
-    case Code::kInvalidArgument: return 2;
-    case Code::kUnavailable: return 3;
-    default: return 1;
+    case Code::kOk:
+      return kExitOk;
+    case Code::kInvalidArgument:
+      return kExitUsage;
+    case Code::kUnavailable:
+    case Code::kNotFound:
+    case Code::kDeadlineExceeded:
+      return kExitUnavailable;
+    default:
+      return kExitFailed;
   }
 }
 

@@ -41,10 +41,28 @@ std::string_view code_name(Code code);
 Code code_from_name(std::string_view name);
 // Unavailable, DeadlineExceeded, ResourceExhausted, Aborted and Unknown are worth retrying.
 bool is_retryable(Code code);
-// 400, 404, 409, 429, 500, 503, 504, ...
+// The HTTP status a server answers with for an error of this code: 400, 404, 409, 429, 500,
+// 503, 504, ... (200 for kOk).
 int http_status(Code code);
-// CLI exit status: 2 for usage errors (InvalidArgument), 3 when a service (Docker, Temporal,
-// a model) is unavailable, 1 otherwise.
+// The code of an HTTP response status, as a client sees it: 2xx kOk; 400 InvalidArgument,
+// 401 Unauthenticated, 403 PermissionDenied, 404 NotFound, 409 Aborted, 412 FailedPrecondition,
+// 416 OutOfRange, 429 ResourceExhausted, 499 Cancelled, other 4xx InvalidArgument; 501
+// Unimplemented, 408 and every other 5xx Unavailable (the server or a gateway gave up: worth
+// retrying); 1xx/3xx Unknown. Callers that know more about a service refine it (a Docker 409
+// "already in use" is AlreadyExists).
+Code code_from_http_status(int status);
+
+// The exit statuses of the `codeact` command (README.md): `sandbox exec` exits kExitOk when the
+// cell ran, kExitFailed when it raised, kExitUsage on a usage error, kExitUnavailable when the
+// sandbox or Docker is unavailable.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUnavailable = 3;
+// The exit status for an error of this code: kExitUsage for InvalidArgument; kExitUnavailable
+// when what the command needs is not there or does not answer (Unavailable, NotFound,
+// DeadlineExceeded: Docker, the sandbox, Temporal, a model); kExitFailed otherwise (kExitOk for
+// kOk).
 int exit_code(Code code);
 
 class Error {
