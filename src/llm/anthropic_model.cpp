@@ -151,34 +151,15 @@ Json AnthropicModel::build_request_body(const std::vector<ModelMessage>& message
 
 namespace {
 
-struct Call {
-  std::function<HttpRequest()> make;
-  internal::SendContext context;
-};
-
-Call prepare(const ProviderOptions& options, const ModelSettings& settings, std::string body,
-             const core::CancelToken* cancel) {
-  Call call;
-  call.context = internal::send_context(options, cancel);
-  ModelSettings merged = options.default_settings.merged(settings);
-  auto timeout = internal::request_timeout(merged, options.request_timeout);
+internal::ProviderCall prepare(const ProviderOptions& options, const ModelSettings& settings,
+                               std::string body, const core::CancelToken* cancel) {
   std::string base = options.base_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
-  if (base.size() < 3 || base.compare(base.size() - 3, 3, "/v1") != 0) base += "/v1";
-  call.make = [&options, merged, timeout, url = base + "/messages", body = std::move(body)]() {
-    HttpRequest request;
-    request.method = "POST";
-    request.url = url;
-    request.headers = {{"Content-Type", "application/json"},
-                       {"anthropic-version", std::string(kAnthropicVersion)}};
-    if (!options.api_key.empty()) request.headers.emplace_back("x-api-key", options.api_key);
-    for (const auto& h : options.extra_headers) request.headers.push_back(h);
-    for (const auto& h : merged.extra_headers) request.headers.push_back(h);
-    request.body = body;
-    request.timeout = timeout;
-    return request;
-  };
-  return call;
+  if (!base.ends_with("/v1")) base += "/v1";
+  core::Headers headers{{"anthropic-version", std::string(kAnthropicVersion)}};
+  if (!options.api_key.empty()) headers.emplace_back("x-api-key", options.api_key);
+  return internal::prepare_call(options, settings, base + "/messages", std::move(headers),
+                                std::move(body), cancel);
 }
 
 core::Error error_from_event(const Json& j, const std::string& what) {
@@ -198,7 +179,7 @@ Result<ModelResponse> AnthropicModel::request(const std::vector<ModelMessage>& m
                                               const ModelSettings& settings,
                                               const ModelRequestParameters& params,
                                               const core::CancelToken* cancel) {
-  Call call =
+  internal::ProviderCall call =
       prepare(options_, settings,
               core::dump_json(build_request_body(messages, settings, params, false)), cancel);
   const std::string& what = call.context.what;
@@ -244,7 +225,7 @@ Result<ModelResponse> AnthropicModel::request_stream(const std::vector<ModelMess
                                                      const ModelRequestParameters& params,
                                                      const StreamHandler& on_event,
                                                      const core::CancelToken* cancel) {
-  Call call =
+  internal::ProviderCall call =
       prepare(options_, settings,
               core::dump_json(build_request_body(messages, settings, params, true)), cancel);
   const std::string what = call.context.what;

@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include "codeact/core/time.hpp"
+
 namespace codeact::llm {
 
 using core::Result;
@@ -11,7 +13,7 @@ namespace {
 void fill_defaults(ModelResponse& response, const std::string& model_name) {
   if (response.model_name.empty()) response.model_name = model_name;
   if (response.provider_name.empty()) response.provider_name = "function";
-  if (response.timestamp.empty()) response.timestamp = now_timestamp();
+  if (response.timestamp.empty()) response.timestamp = core::now_rfc3339();
   if (response.usage.requests == 0) response.usage.requests = 1;
 }
 

@@ -49,18 +49,6 @@ Json function_response(const std::string& name, const Json& content) {
   return Json{{"functionResponse", {{"name", name}, {"response", std::move(response)}}}};
 }
 
-std::optional<core::Error> inline_error(const Json& j, const std::string& what) {
-  auto it = j.find("error");
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  core::Code code = core::Code::kUnavailable;
-  if (it->is_object()) {
-    auto c = it->find("code");
-    if (c != it->end() && c->is_number_integer())
-      code = internal::code_for_http_status(c->get<int>());
-  }
-  return core::Error(code, what + ": " + internal::provider_error_message(core::dump_json(j)));
-}
-
 }  // namespace
 
 GeminiModel::GeminiModel(ProviderOptions options) : options_(std::move(options)) {
@@ -160,32 +148,14 @@ std::string api_base(const std::string& base) {
   return b + "/v1beta";
 }
 
-struct Call {
-  std::function<HttpRequest()> make;
-  internal::SendContext context;
-};
-
-Call prepare(const ProviderOptions& options, const ModelSettings& settings, std::string body,
-             bool stream, const core::CancelToken* cancel) {
-  Call call;
-  call.context = internal::send_context(options, cancel);
-  ModelSettings merged = options.default_settings.merged(settings);
-  auto timeout = internal::request_timeout(merged, options.request_timeout);
+internal::ProviderCall prepare(const ProviderOptions& options, const ModelSettings& settings,
+                               std::string body, bool stream, const core::CancelToken* cancel) {
   std::string url = api_base(options.base_url) + "/models/" + core::url_encode(options.model_name) +
                     (stream ? ":streamGenerateContent?alt=sse" : ":generateContent");
-  call.make = [&options, merged, timeout, url, body = std::move(body)]() {
-    HttpRequest request;
-    request.method = "POST";
-    request.url = url;
-    request.headers = {{"Content-Type", "application/json"}};
-    if (!options.api_key.empty()) request.headers.emplace_back("x-goog-api-key", options.api_key);
-    for (const auto& h : options.extra_headers) request.headers.push_back(h);
-    for (const auto& h : merged.extra_headers) request.headers.push_back(h);
-    request.body = body;
-    request.timeout = timeout;
-    return request;
-  };
-  return call;
+  core::Headers headers;
+  if (!options.api_key.empty()) headers.emplace_back("x-goog-api-key", options.api_key);
+  return internal::prepare_call(options, settings, std::move(url), std::move(headers),
+                                std::move(body), cancel);
 }
 
 // Reads the parts of candidates[0] of one (possibly partial) GenerateContentResponse.
@@ -240,13 +210,13 @@ Result<ModelResponse> GeminiModel::request(const std::vector<ModelMessage>& mess
                                            const ModelSettings& settings,
                                            const ModelRequestParameters& params,
                                            const core::CancelToken* cancel) {
-  Call call =
+  internal::ProviderCall call =
       prepare(options_, settings, core::dump_json(build_request_body(messages, settings, params)),
               false, cancel);
   const std::string& what = call.context.what;
   CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
   CODEACT_TRY(Json j, internal::parse_response_body(http.body, what));
-  if (auto error = inline_error(j, what)) return *error;
+  if (auto error = internal::inline_error(j, what)) return *error;
   ModelResponse response;
   ChunkReader reader{options_, what, response, ""};
   if (auto error = reader.read_metadata(j)) return *error;
@@ -291,7 +261,7 @@ Result<ModelResponse> GeminiModel::request_stream(const std::vector<ModelMessage
                                                   const ModelRequestParameters& params,
                                                   const StreamHandler& on_event,
                                                   const core::CancelToken* cancel) {
-  Call call =
+  internal::ProviderCall call =
       prepare(options_, settings, core::dump_json(build_request_body(messages, settings, params)),
               true, cancel);
   const std::string what = call.context.what;
@@ -321,7 +291,7 @@ Result<ModelResponse> GeminiModel::request_stream(const std::vector<ModelMessage
           core::data_loss(what + ": unreadable stream chunk: " + event.data.substr(0, 200));
       return false;
     }
-    if (auto error = inline_error(j, what)) {
+    if (auto error = internal::inline_error(j, what)) {
       stream_error = *error;
       return false;
     }

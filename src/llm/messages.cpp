@@ -1,9 +1,6 @@
 #include "codeact/llm/messages.hpp"
 
-#include <chrono>
-#include <cstdio>
-#include <ctime>
-
+#include "codeact/core/time.hpp"
 #include "json_read_internal.hpp"
 
 namespace codeact::llm {
@@ -15,18 +12,7 @@ using internal::read_int;
 using internal::read_string;
 using internal::require_object;
 
-std::string now_timestamp() {
-  auto now = std::chrono::system_clock::now();
-  auto secs = std::chrono::system_clock::to_time_t(now);
-  auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
-  return buf;
-}
+std::string now_timestamp() { return core::now_rfc3339(); }
 
 std::string ToolReturnPart::content_text() const {
   if (content.is_string()) return content.get<std::string>();
@@ -85,7 +71,7 @@ Usage& Usage::operator+=(const Usage& other) {
 
 ModelRequest ModelRequest::user_prompt(std::string content) {
   ModelRequest request;
-  request.parts.push_back(UserPromptPart{std::move(content), now_timestamp()});
+  request.parts.push_back(UserPromptPart{std::move(content), core::now_rfc3339()});
   return request;
 }
 

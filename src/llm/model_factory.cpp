@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 
+#include "codeact/core/strings.hpp"
 #include "codeact/llm/anthropic_model.hpp"
 #include "codeact/llm/gemini_model.hpp"
 #include "codeact/llm/openai_model.hpp"
@@ -86,9 +87,8 @@ core::Status apply_llm_tuning(const Json& llm, ProviderOptions& options) {
 }  // namespace
 
 Result<ModelName> parse_model_name(std::string_view name) {
-  std::string_view n = name;
-  while (!n.empty() && std::isspace(static_cast<unsigned char>(n.front()))) n.remove_prefix(1);
-  while (!n.empty() && std::isspace(static_cast<unsigned char>(n.back()))) n.remove_suffix(1);
+  const std::string trimmed = core::trim(name);
+  std::string_view n = trimmed;
   if (n == "test") return ModelName{"test", "test", ""};
   size_t colon = n.find(':');
   if (colon == std::string_view::npos) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "codeact/core/time.hpp"
 #include "provider_http_internal.hpp"
 
 namespace codeact::llm {
@@ -88,20 +89,6 @@ void append_response(const ModelResponse& response, Json& out) {
   out.push_back(std::move(message));
 }
 
-// Reads {"error": ...} inside a 200 stream or body.
-std::optional<core::Error> inline_error(const Json& j, const std::string& what) {
-  auto it = j.find("error");
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  std::string message = internal::provider_error_message(core::dump_json(j));
-  core::Code code = core::Code::kUnavailable;
-  if (it->is_object()) {
-    auto c = it->find("code");
-    if (c != it->end() && c->is_number_integer())
-      code = internal::code_for_http_status(c->get<int>());
-  }
-  return core::Error(code, what + ": " + message);
-}
-
 }  // namespace
 
 OpenAIModel::OpenAIModel(OpenAIOptions options) : options_(std::move(options)) {
@@ -171,41 +158,19 @@ Json OpenAIModel::build_request_body(const std::vector<ModelMessage>& messages,
 
 namespace {
 
-struct Call {
-  std::function<HttpRequest()> make;
-  internal::SendContext context;
-};
-
-Call prepare(const OpenAIOptions& options, const ModelSettings& settings, std::string body,
-             const core::CancelToken* cancel) {
-  Call call;
-  call.context = internal::send_context(options, cancel);
-  ModelSettings merged = options.default_settings.merged(settings);
-  auto timeout = internal::request_timeout(merged, options.request_timeout);
-  call.make = [&options, merged, timeout, body = std::move(body)]() {
-    HttpRequest request;
-    request.method = "POST";
-    request.url = internal::join_url(options.base_url, "/chat/completions");
-    request.headers = {{"Content-Type", "application/json"}, {"Accept", "application/json"}};
-    if (!options.api_key.empty())
-      request.headers.emplace_back("Authorization", "Bearer " + options.api_key);
-    for (const auto& h : options.extra_headers) request.headers.push_back(h);
-    for (const auto& h : merged.extra_headers) request.headers.push_back(h);
-    request.body = body;
-    request.timeout = timeout;
-    return request;
-  };
-  return call;
+internal::ProviderCall prepare(const OpenAIOptions& options, const ModelSettings& settings,
+                               std::string body, const core::CancelToken* cancel) {
+  core::Headers headers{{"Accept", "application/json"}};
+  if (!options.api_key.empty()) headers.emplace_back("Authorization", "Bearer " + options.api_key);
+  return internal::prepare_call(options, settings,
+                                internal::join_url(options.base_url, "/chat/completions"),
+                                std::move(headers), std::move(body), cancel);
 }
-
-}  // namespace
-
-namespace {
 
 // Reads a chat.completion document (the non-streamed answer).
 Result<ModelResponse> parse_completion(const Json& j, const OpenAIOptions& options,
                                        const std::string& what) {
-  if (auto error = inline_error(j, what)) return *error;
+  if (auto error = internal::inline_error(j, what)) return *error;
   auto choices = j.find("choices");
   if (choices == j.end() || !choices->is_array() || choices->empty() ||
       !(*choices)[0].is_object()) {
@@ -244,7 +209,7 @@ Result<ModelResponse> parse_completion(const Json& j, const OpenAIOptions& optio
   }
   response.usage = map_usage(j.value("usage", Json()));
   response.model_name = core::json_string(j, "model", options.model_name);
-  response.timestamp = now_timestamp();
+  response.timestamp = core::now_rfc3339();
   response.provider_name = options.provider_name;
   response.provider_response_id = core::json_string(j, "id");
   std::string raw_reason = core::json_string(choice, "finish_reason");
@@ -259,7 +224,7 @@ Result<ModelResponse> OpenAIModel::request(const std::vector<ModelMessage>& mess
                                            const ModelSettings& settings,
                                            const ModelRequestParameters& params,
                                            const core::CancelToken* cancel) {
-  Call call =
+  internal::ProviderCall call =
       prepare(options_, settings,
               core::dump_json(build_request_body(messages, settings, params, false)), cancel);
   CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
@@ -273,7 +238,7 @@ Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage
                                                   const ModelRequestParameters& params,
                                                   const StreamHandler& on_event,
                                                   const core::CancelToken* cancel) {
-  Call call =
+  internal::ProviderCall call =
       prepare(options_, settings,
               core::dump_json(build_request_body(messages, settings, params, true)), cancel);
   const std::string what = call.context.what;
@@ -309,7 +274,7 @@ Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage
           core::data_loss(what + ": unreadable stream chunk: " + event.data.substr(0, 200));
       return false;
     }
-    if (auto error = inline_error(j, what)) {
+    if (auto error = internal::inline_error(j, what)) {
       stream_error = *error;
       return false;
     }

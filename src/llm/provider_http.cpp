@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "codeact/core/log.hpp"
+#include "codeact/core/strings.hpp"
+#include "codeact/core/time.hpp"
 #include "provider_http_internal.hpp"
 
 namespace codeact::llm::internal {
@@ -19,13 +21,6 @@ using std::chrono::milliseconds;
 namespace {
 
 constexpr size_t kErrorBodyLimit = 64 * 1024;
-
-std::string trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(b, e - b + 1));
-}
 
 std::string message_from_error_object(const Json& error) {
   if (error.is_string()) return error.get<std::string>();
@@ -53,7 +48,7 @@ std::string format_seconds(milliseconds d) {
 
 std::optional<milliseconds> parse_retry_after(std::string_view value,
                                               std::chrono::system_clock::time_point now) {
-  std::string v = trim(value);
+  std::string v = core::trim(value);
   if (v.empty()) return std::nullopt;
   if (std::isdigit(static_cast<unsigned char>(v[0]))) {
     char* end = nullptr;
@@ -101,32 +96,21 @@ std::string provider_error_message(std::string_view body) {
       }
     }
   }
-  std::string text = trim(body);
+  std::string text = core::trim(body);
   if (text.size() > 500) text = text.substr(0, 500) + "...";
   return text.empty() ? "(empty response body)" : text;
 }
 
-Code code_for_http_status(int status) {
-  switch (status) {
-    case 400:
-      return Code::kInvalidArgument;
-    case 401:
-      return Code::kUnauthenticated;
-    case 403:
-      return Code::kPermissionDenied;
-    case 404:
-      return Code::kNotFound;
-    case 408:
-      return Code::kUnavailable;
-    case 409:
-      return Code::kAborted;
-    case 429:
-      return Code::kResourceExhausted;
-    default:
-      break;
+std::optional<core::Error> inline_error(const Json& j, const std::string& what) {
+  auto it = j.find("error");
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  Code code = Code::kUnavailable;
+  if (it->is_object()) {
+    auto c = it->find("code");
+    if (c != it->end() && c->is_number_integer() && c->get<int>() >= 400)
+      code = core::code_from_http_status(c->get<int>());
   }
-  if (status >= 500) return Code::kUnavailable;
-  return Code::kInvalidArgument;
+  return core::Error(code, what + ": " + provider_error_message(core::dump_json(j)));
 }
 
 std::string redact(std::string text, std::string_view secret) {
@@ -175,6 +159,28 @@ std::string join_url(std::string_view base, std::string_view path) {
   return out;
 }
 
+ProviderCall prepare_call(const ProviderOptions& options, const ModelSettings& settings,
+                          std::string url, core::Headers headers, std::string body,
+                          const core::CancelToken* cancel) {
+  ProviderCall call;
+  call.context = send_context(options, cancel);
+  ModelSettings merged = options.default_settings.merged(settings);
+  headers.insert(headers.begin(), {"Content-Type", "application/json"});
+  for (const auto& h : options.extra_headers) headers.push_back(h);
+  for (const auto& h : merged.extra_headers) headers.push_back(h);
+  call.make = [url = std::move(url), headers = std::move(headers), body = std::move(body),
+               timeout = request_timeout(merged, options.request_timeout)]() {
+    HttpRequest request;
+    request.method = "POST";
+    request.url = url;
+    request.headers = headers;
+    request.body = body;
+    request.timeout = timeout;
+    return request;
+  };
+  return call;
+}
+
 Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
                                      const std::function<HttpRequest()>& make_request,
                                      const SendContext& ctx) {
@@ -219,7 +225,7 @@ Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
       std::string message = ctx.what + ": HTTP " + std::to_string(response.status) + ": " +
                             redact(provider_error_message(body), ctx.secret);
       if (retry_after) message += " (retry after " + format_seconds(*retry_after) + ")";
-      error = core::Error(code_for_http_status(response.status), message);
+      error = core::Error(core::code_from_http_status(response.status), message);
     }
 
     const bool retryable =
@@ -447,7 +453,7 @@ void finish_metadata(ModelResponse& response, const ProviderOptions& options,
                      std::string finish_reason, const std::string& raw_reason) {
   if (response.model_name.empty()) response.model_name = options.model_name;
   response.usage.requests = 1;
-  response.timestamp = now_timestamp();
+  response.timestamp = core::now_rfc3339();
   response.provider_name = options.provider_name;
   response.finish_reason = std::move(finish_reason);
   if (!raw_reason.empty()) response.provider_details = Json{{"finish_reason", raw_reason}};

@@ -27,9 +27,11 @@ std::optional<std::chrono::milliseconds> retry_after_of(const core::HttpResponse
 // given. Falls back to the (truncated) body text.
 std::string provider_error_message(std::string_view body);
 
-// 400 InvalidArgument, 401 Unauthenticated, 403 PermissionDenied, 404 NotFound, 408 Unavailable,
-// 413/422 InvalidArgument, 429 ResourceExhausted, 5xx Unavailable, other 4xx InvalidArgument.
-core::Code code_for_http_status(int status);
+// The error of an {"error": ...} member inside a 2xx body or stream chunk (OpenAI-compatible
+// servers and Gemini report failures this way); nullopt when there is none. Its code comes from
+// the error's numeric "code" when that is an HTTP status (core::code_from_http_status),
+// Unavailable otherwise.
+std::optional<core::Error> inline_error(const Json& j, const std::string& what);
 
 // Removes every occurrence of `secret` (when non-empty) from `text`.
 std::string redact(std::string text, std::string_view secret);
@@ -51,6 +53,22 @@ SendContext send_context(const ProviderOptions& options, const core::CancelToken
 // timestamp, provider name, the mapped finish reason and the raw one in provider_details.
 void finish_metadata(ModelResponse& response, const ProviderOptions& options,
                      std::string finish_reason, const std::string& raw_reason);
+
+// One provider request, ready to send: make() builds the request of each attempt, `context`
+// is what send_with_retry / send_sse_with_retry need.
+struct ProviderCall {
+  std::function<core::HttpRequest()> make;
+  SendContext context;
+};
+
+// A JSON POST of `body` to `url`, the way every provider sends one: Content-Type
+// application/json, then `headers` (the provider's own: its key header, API version, Accept),
+// then options.extra_headers, then the extra headers of `settings` merged over
+// options.default_settings; per-attempt timeout from those settings or options.request_timeout;
+// errors prefixed and the key redacted as send_context() says.
+ProviderCall prepare_call(const ProviderOptions& options, const ModelSettings& settings,
+                          std::string url, core::Headers headers, std::string body,
+                          const core::CancelToken* cancel);
 
 // Sends the request returned by make_request() (called again for each attempt, so a stream's
 // state can be reset) until it gets a 2xx response, a non-retryable outcome, or the retry policy

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "codeact/core/time.hpp"
+
 namespace codeact::llm {
 
 using core::Result;
@@ -112,7 +114,7 @@ Result<ModelResponse> TestModel::request(const std::vector<ModelMessage>& messag
   ModelResponse response;
   response.model_name = options_.model_name;
   response.provider_name = "test";
-  response.timestamp = now_timestamp();
+  response.timestamp = core::now_rfc3339();
   int call_counter = 0;
   auto make_call = [&](const ToolDefinition& tool, Json args) {
     ToolCallPart call;

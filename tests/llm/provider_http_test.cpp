@@ -79,6 +79,56 @@ TEST(ProviderErrors, ReadsEachProvidersErrorBody) {
             "<html>Bad Gateway</html>");
 }
 
+TEST(ProviderErrors, AnErrorInsideA2xxBodyTakesItsCodeFromTheStatusItNames) {
+  auto quota = internal::inline_error(
+      Json::parse(
+          R"({"error": {"code": 429, "message": "Quota", "status": "RESOURCE_EXHAUSTED"}})"),
+      "gemini model \"g\"");
+  ASSERT_TRUE(quota.has_value());
+  EXPECT_EQ(quota->code(), core::Code::kResourceExhausted);
+  EXPECT_EQ(quota->message(), "gemini model \"g\": RESOURCE_EXHAUSTED: Quota");
+  auto no_status =
+      internal::inline_error(Json::parse(R"({"error": {"message": "upstream broke"}})"), "m");
+  ASSERT_TRUE(no_status.has_value());
+  EXPECT_EQ(no_status->code(), core::Code::kUnavailable);
+  EXPECT_FALSE(
+      internal::inline_error(Json::parse(R"({"choices": [], "error": null})"), "m").has_value());
+}
+
+TEST(ProviderHttp, EveryProviderPostsJsonWithItsHeadersThenTheConfiguredOnes) {
+  ProviderOptions options;
+  options.provider_name = "p";
+  options.model_name = "m";
+  options.api_key = "k";
+  options.extra_headers = {{"X-Org", "o"}};
+  options.default_settings.extra_headers = {{"X-Default", "d"}};
+  options.default_settings.timeout_seconds = 7;
+  ModelSettings settings;
+  settings.extra_headers = {{"X-Call", "c"}};
+  auto call =
+      internal::prepare_call(options, settings, "http://h/v1/x", {{"x-key", "k"}}, "{}", nullptr);
+  core::HttpRequest first = call.make();
+  EXPECT_EQ(first.method, "POST");
+  EXPECT_EQ(first.url, "http://h/v1/x");
+  EXPECT_EQ(first.body, "{}");
+  EXPECT_EQ(first.headers, (core::Headers{{"Content-Type", "application/json"},
+                                          {"x-key", "k"},
+                                          {"X-Org", "o"},
+                                          {"X-Default", "d"},
+                                          {"X-Call", "c"}}));
+  EXPECT_EQ(first.timeout, 7000ms) << "the settings' timeout, merged over the defaults";
+  EXPECT_EQ(call.context.what, "p model \"m\"");
+  EXPECT_EQ(call.context.secret, "k");
+  core::HttpRequest retry = call.make();  // each attempt gets the same request afresh
+  EXPECT_EQ(retry.headers, first.headers);
+  EXPECT_EQ(retry.body, first.body);
+
+  settings.timeout_seconds.reset();
+  options.default_settings.timeout_seconds.reset();
+  options.request_timeout = 1234ms;
+  EXPECT_EQ(internal::prepare_call(options, settings, "u", {}, "", nullptr).make().timeout, 1234ms);
+}
+
 TEST(ProviderHttp, MapsStatusToCodeWithoutRetryAndKeepsTheKeyOut) {
   struct Case {
     int status;

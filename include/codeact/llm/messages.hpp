@@ -29,7 +29,8 @@ namespace codeact::llm {
 
 using core::Json;
 
-// Current UTC time as RFC 3339 with milliseconds ("2026-11-29T18:20:00.123Z").
+// Current UTC time as RFC 3339 with milliseconds ("2026-11-29T18:20:00.123Z"): the same as
+// core::now_rfc3339(), which new code calls.
 std::string now_timestamp();
 
 // ---------------------------------------------------------------------------------------------
