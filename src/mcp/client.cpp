@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "codeact/core/log.hpp"
+#include "codeact/core/strings.hpp"
 
 namespace codeact::mcp {
 
@@ -230,10 +231,9 @@ core::Result<std::shared_ptr<McpClient::Connection>> McpClient::ensure_connected
   std::string version = core::json_string(*init, "protocolVersion");
   const auto& ok = supported_protocol_versions();
   if (std::find(ok.begin(), ok.end(), version) == ok.end()) {
-    std::string list;
-    for (const auto& v : ok) list += (list.empty() ? "" : ", ") + v;
-    return fail(core::failed_precondition(fmt::format(
-        "{} speaks MCP protocol version '{}'; codeact speaks {}", who(), version, list)));
+    return fail(core::failed_precondition(
+        fmt::format("{} speaks MCP protocol version '{}'; codeact speaks {}", who(), version,
+                    core::join(ok, ", "))));
   }
   conn->info.protocol_version = version;
   conn->info.capabilities = init->value("capabilities", Json::object());

@@ -24,13 +24,8 @@ std::string snippet(std::string_view s, size_t max = 300) {
 core::Error status_error(const McpServerConfig& c, int status, std::string_view body) {
   std::string msg = fmt::format("MCP server '{}' ({}) answered HTTP {}: {}", c.name, c.url, status,
                                 snippet(body));
-  if (status == 401)
-    return core::unauthenticated(msg + " (check the server's `headers` in app_conf.yml)");
-  if (status == 403) return core::permission_denied(msg);
-  if (status == 404) return core::not_found(msg);
-  if (status == 429) return core::resource_exhausted(msg);
-  if (status >= 500) return core::unavailable(msg);
-  return core::invalid_argument(msg);
+  if (status == 401) msg += " (check the server's `headers` in app_conf.yml)";
+  return core::Error(core::code_from_http_status(status), std::move(msg));
 }
 
 // Scheme + authority of an absolute URL: "http://h:1/a/b" -> "http://h:1".

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <set>
 
+#include "codeact/core/strings.hpp"
+
 namespace codeact::mcp {
 namespace {
 
@@ -311,13 +313,6 @@ std::string indent_doc(const std::string& text, const std::string& pad) {
   return out;
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
-}
-
 }  // namespace
 
 std::string python_identifier(std::string_view name) {
@@ -427,7 +422,7 @@ core::Result<PythonSignature> python_signature(const std::string& name,
         }
       }
       if (sub.is_object() && sub.contains("description") && sub["description"].is_string()) {
-        p.desc = trim(sub["description"].get<std::string>());
+        p.desc = core::trim(sub["description"].get<std::string>());
       }
       sig.param_names[p.py] = key;
       params.push_back(std::move(p));
@@ -459,7 +454,7 @@ core::Result<PythonSignature> python_signature(const std::string& name,
   }
   sig.signature = fmt::format("def {}({}) -> {}", name, args, ret);
 
-  std::string doc = trim(description);
+  std::string doc = core::trim(description);
   bool any_desc =
       std::any_of(params.begin(), params.end(), [](const Param& p) { return !p.desc.empty(); });
   if (any_desc) {

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "codeact/core/strings.hpp"
+
 namespace codeact::mcp {
 
 McpServerSet::McpServerSet(std::vector<McpServerEntry> servers) {
@@ -42,10 +44,8 @@ core::Result<std::shared_ptr<McpClient>> McpServerSet::client(const std::string&
   std::lock_guard lock(mu_);
   auto it = configs_.find(server);
   if (it == configs_.end()) {
-    std::string known;
-    for (const auto& n : order_) known += (known.empty() ? "" : ", ") + n;
     return core::not_found(fmt::format("no MCP server named '{}' in mcp_servers (configured: {})",
-                                       server, known.empty() ? "none" : known));
+                                       server, order_.empty() ? "none" : core::join(order_, ", ")));
   }
   if (!it->second.ok()) return it->second.error();
   auto& c = clients_[server];

@@ -191,6 +191,8 @@ TEST(McpStreamableHttp, SseAnswersWithSessionAndBearerToken) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), core::Code::kUnauthenticated) << r.error().to_string();
   EXPECT_NE(r.error().message().find("401"), std::string::npos);
+  EXPECT_NE(r.error().message().find("check the server's `headers`"), std::string::npos)
+      << "a 401 says what to fix";
 }
 
 TEST(McpStreamableHttp, JsonAnswers) {
