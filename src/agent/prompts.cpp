@@ -86,21 +86,6 @@ Result<std::string> PromptBook::render_instructions(const std::string& agent_nam
   return p->instructions.render(variables);
 }
 
-InstructionsFn instructions_from_template(std::shared_ptr<const AgentPrompt> prompt, VariablesFn variables) {
-  return [prompt = std::move(prompt), variables = std::move(variables)](const RunContext& ctx) -> Task<Result<std::string>> {
-    // Copies: this coroutine must not depend on the std::function object that called it.
-    auto p = prompt;
-    auto vars_fn = variables;
-    Json vars = Json::object();
-    if (vars_fn) {
-      auto got = co_await vars_fn(ctx);
-      if (!got.ok()) co_return std::move(got).error().with_context("gathering prompt variables");
-      vars = std::move(*got);
-    }
-    co_return p->instructions.render(vars);
-  };
-}
-
 // ---------------------------------------------------------------------------------------------
 // AppConfig
 

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "cli_context.hpp"
-#include "codeact/codeact/toolset.hpp"
+#include "codeact/functions/sandbox_functions.hpp"
 #include "codeact/core/json.hpp"
 #include "codeact/mcp/server_set.hpp"
 
@@ -33,7 +33,7 @@ core::Result<sandbox::ExecuteResult> execute_with_tools(
     sandbox::SandboxManager& manager, const std::string& id, sandbox::ExecuteRequest request,
     const std::vector<std::string>& mcp_servers, const std::vector<std::string>& function_files,
     const std::string& config_path) {
-  codeact::CodeActToolsetOptions o;
+  functions::SandboxFunctionsOptions o;
   if (!mcp_servers.empty()) {
     CODEACT_TRY(auto set, mcp::McpServerSet::from_config_file(config_path));
     for (const auto& s : mcp_servers) {
@@ -44,10 +44,10 @@ core::Result<sandbox::ExecuteResult> execute_with_tools(
     o.mcp_servers = mcp_servers;
   }
   for (const auto& f : function_files) {
-    CODEACT_TRY(auto src, codeact::PythonFunctionSource::from_file(f));
+    CODEACT_TRY(auto src, functions::PythonFunctionSource::from_file(f));
     o.python_functions.push_back(std::move(src));
   }
-  codeact::CodeActToolset tools(std::move(o));
+  functions::SandboxFunctions tools(std::move(o));
   return tools.execute(manager, id, std::move(request));
 }
 

@@ -45,7 +45,7 @@ struct InstructionsState {
   std::shared_ptr<const agent::AgentPrompt> prompt;
   std::shared_ptr<sandbox::SandboxManager> manager;
   std::string sandbox_id;
-  std::shared_ptr<CodeActToolset> functions;
+  std::shared_ptr<functions::SandboxFunctions> functions;
   std::mutex mu;
   std::optional<std::vector<std::string>> tools_as_func;  // GUARDED_BY(mu)
 };
@@ -68,7 +68,7 @@ Result<agent::PromptVariables> gather(sandbox::SandboxManager& manager, const st
 }
 
 Result<std::vector<std::string>> tools_of(sandbox::SandboxManager& manager, const std::string& id,
-                                          CodeActToolset* functions) {
+                                          functions::SandboxFunctions* functions) {
   if (functions == nullptr) return std::vector<std::string>{};
   return functions->tools_as_func(manager, id);
 }
@@ -118,7 +118,7 @@ Json CodeActAgentOutput::to_json() const {
 
 Result<agent::PromptVariables> sandbox_prompt_variables(sandbox::SandboxManager& manager,
                                                         const std::string& sandbox_id,
-                                                        CodeActToolset* functions) {
+                                                        functions::SandboxFunctions* functions) {
   CODEACT_TRY(auto tools, tools_of(manager, sandbox_id, functions));
   return gather(manager, sandbox_id, std::move(tools));
 }
@@ -126,7 +126,7 @@ Result<agent::PromptVariables> sandbox_prompt_variables(sandbox::SandboxManager&
 agent::InstructionsFn sandbox_instructions(std::shared_ptr<const agent::AgentPrompt> prompt,
                                            std::shared_ptr<sandbox::SandboxManager> manager,
                                            std::string sandbox_id,
-                                           std::shared_ptr<CodeActToolset> functions) {
+                                           std::shared_ptr<functions::SandboxFunctions> functions) {
   auto st = std::make_shared<InstructionsState>();
   st->prompt = std::move(prompt);
   st->manager = std::move(manager);
@@ -207,9 +207,9 @@ Result<std::shared_ptr<const agent::AgentPrompt>> BaseAgent::prompts(
   return builder.prompts->get(name_);
 }
 
-Result<std::shared_ptr<CodeActToolset>> BaseAgent::functions(
+Result<std::shared_ptr<functions::SandboxFunctions>> BaseAgent::functions(
     const AgentBuilder& builder, const std::vector<std::string>& extra_mcp_servers) const {
-  CodeActToolsetOptions options;
+  functions::SandboxFunctionsOptions options;
   options.mcp_servers = mcp_servers(builder);
   for (const auto& name : extra_mcp_servers) {
     if (std::find(options.mcp_servers.begin(), options.mcp_servers.end(), name) == options.mcp_servers.end())
@@ -219,7 +219,7 @@ Result<std::shared_ptr<CodeActToolset>> BaseAgent::functions(
   options.python_functions = custom_functions();
   if (options.mcp_servers.empty() && options.host_functions.empty() &&
       options.python_functions.empty()) {
-    return std::shared_ptr<CodeActToolset>();
+    return std::shared_ptr<functions::SandboxFunctions>();
   }
   if (!options.mcp_servers.empty()) {
     options.mcp = builder.mcp;
@@ -228,7 +228,7 @@ Result<std::shared_ptr<CodeActToolset>> BaseAgent::functions(
       options.mcp = std::make_shared<mcp::McpServerSet>(std::move(entries));
     }
   }
-  return std::make_shared<CodeActToolset>(std::move(options));
+  return std::make_shared<functions::SandboxFunctions>(std::move(options));
 }
 
 Result<std::shared_ptr<agent::Agent>> CodeActAgent::bind(

@@ -269,7 +269,7 @@ std::string SandboxTools::format_cell(const sandbox::ExecuteResult& r, double ti
 }
 
 SandboxTools::SandboxTools(std::shared_ptr<sandbox::SandboxManager> manager,
-                           SandboxToolsOptions options, std::shared_ptr<CodeActToolset> functions)
+                           SandboxToolsOptions options, std::shared_ptr<functions::SandboxFunctions> functions)
     : manager_(std::move(manager)), options_(std::move(options)), functions_(std::move(functions)) {
   auto* m = manager_.get();
   const SandboxToolsOptions o = options_;

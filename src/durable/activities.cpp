@@ -107,7 +107,7 @@ class Env {
 
   // The functions sandbox code may call for this agent plus the requested MCP servers (null when
   // none). Kept for the worker's life: MCP servers start once and their sessions are shared.
-  Result<std::shared_ptr<codeact::CodeActToolset>> functions(const codeact::CodeActAgent& agent,
+  Result<std::shared_ptr<functions::SandboxFunctions>> functions(const codeact::CodeActAgent& agent,
                                                              std::vector<std::string> mcp_servers) {
     std::sort(mcp_servers.begin(), mcp_servers.end());
     std::string key = agent.name();
@@ -129,7 +129,7 @@ class Env {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<codeact::CodeActAgent>> agents_;     // GUARDED_BY(mu_)
   std::map<std::string, std::shared_ptr<llm::Model>> models_;                // GUARDED_BY(mu_)
-  std::map<std::string, std::shared_ptr<codeact::CodeActToolset>> functions_;  // GUARDED_BY(mu_)
+  std::map<std::string, std::shared_ptr<functions::SandboxFunctions>> functions_;  // GUARDED_BY(mu_)
 };
 
 std::vector<std::string> mcp_names(const Json& in) {

@@ -68,7 +68,7 @@ class ActivityModel final : public agent::AsyncModel {
   ActivityModel(WorkflowContext& ctx, const TaskInput& in, std::string sandbox_id, std::string model)
       : ctx_(ctx), in_(in), sandbox_id_(std::move(sandbox_id)), model_(std::move(model)) {}
 
-  agent::Task<Result<llm::ModelResponse>> request(const agent::ModelCall& call) override {
+  agent::Task<Result<agent::ModelReply>> request(const agent::ModelCall& call) override {
     if (ctx_.cancel_requested()) co_return core::cancelled("the run was cancelled");
     Json payload{{"agent", in_.agent},
                  {"model", model_},
@@ -81,7 +81,9 @@ class ActivityModel final : public agent::AsyncModel {
     auto act = ctx_.execute_activity(kModelRequestActivity, payload, o);
     temporal::ActivityResult r = co_await act;
     if (!r.ok()) co_return r.failure().to_error();
-    co_return llm::response_from_json(r.value());
+    auto response = llm::response_from_json(r.value());
+    if (!response.ok()) co_return std::move(response).error();
+    co_return agent::ModelReply{std::move(*response), std::nullopt};
   }
   std::string model_name() const override { return model_; }
 

@@ -286,6 +286,62 @@ TEST(AgentTest, InstructionsAreEvaluatedBeforeEveryRequest) {
   EXPECT_EQ(result->usage.requests, 3);
 }
 
+// A model that evaluates the agent's instructions where it runs (as the durable model does on
+// the worker): the loop leaves them to it and records what it reports, so the conversation is
+// the one direct mode would have.
+class InstructingModel final : public AsyncModel {
+ public:
+  InstructingModel(const Agent& agent, std::shared_ptr<llm::Model> model) : agent_(agent), model_(std::move(model)) {}
+  bool evaluates_instructions() const override { return true; }
+  Task<core::Result<ModelReply>> request(const ModelCall& call) override {
+    std::vector<llm::ModelMessage> messages = *call.messages;
+    auto instructions_task = agent_.instructions(*call.ctx);
+    core::Result<std::string> instructions = co_await instructions_task;
+    if (!instructions.ok()) co_return std::move(instructions).error();
+    std::get<llm::ModelRequest>(messages.back()).instructions = *instructions;
+    auto response = model_->request(messages, call.settings, call.params);
+    if (!response.ok()) co_return std::move(response).error();
+    co_return ModelReply{std::move(*response), *instructions};
+  }
+  std::string model_name() const override { return model_->model_name(); }
+
+ private:
+  const Agent& agent_;
+  std::shared_ptr<llm::Model> model_;
+};
+
+TEST(AgentTest, InstructionsEvaluatedByTheModelAreRecordedOnTheRequest) {
+  std::vector<std::string> instructions_seen;
+  auto model = std::make_shared<llm::FunctionModel>(
+      [&](const std::vector<llm::ModelMessage>& messages, const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
+        instructions_seen.push_back(std::get<llm::ModelRequest>(messages.back()).instructions);
+        if (instructions_seen.size() < 2) return tool_call("noop", Json::object(), "c1");
+        return text("done");
+      });
+  int evaluated = 0;
+  AgentOptions options;
+  options.instructions = "Static.";
+  options.instructions_fn = [&evaluated](const RunContext& ctx) -> Task<core::Result<std::string>> {
+    ++evaluated;
+    co_return "step " + std::to_string(ctx.run_step);
+  };
+  options.toolsets.push_back(std::make_shared<FunctionToolset>(std::vector<Tool>{
+      Tool::from_schema("noop", "does nothing", Json{{"type", "object"}},
+                        [](const Json&, const RunContext&) { return returns(0); })}));
+  Agent agent(model, options);
+  RunDrivers drivers;
+  drivers.model = std::make_shared<InstructingModel>(agent, model);
+  RunLoop loop;
+  drivers.executor = &loop;
+  auto result = loop.run(agent.run_task("go", RunOptions{}, drivers));
+  ASSERT_TRUE(result.ok()) << result.error().to_string();
+  EXPECT_EQ(instructions_seen, (std::vector<std::string>{"Static.\n\nstep 1", "Static.\n\nstep 2"}));
+  EXPECT_EQ(evaluated, 2) << "once per request, by the model only";
+  // The conversation records what the model was told.
+  EXPECT_EQ(std::get<llm::ModelRequest>(result->messages[0]).instructions, "Static.\n\nstep 1");
+  EXPECT_EQ(std::get<llm::ModelRequest>(result->messages[2]).instructions, "Static.\n\nstep 2");
+}
+
 TEST(AgentTest, MessageHistoryContinuesAConversation) {
   auto model = std::make_shared<llm::FunctionModel>(
       [](const std::vector<llm::ModelMessage>& messages, const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
@@ -383,20 +439,21 @@ class ManualExecutor final : public Executor {
 class ActivityModel final : public AsyncModel {
  public:
   ActivityModel(ManualExecutor& ex, std::shared_ptr<llm::Model> model) : ex_(ex), model_(std::move(model)) {}
-  Task<core::Result<llm::ModelResponse>> request(const ModelCall& call) override {
+  Task<core::Result<ModelReply>> request(const ModelCall& call) override {
     // Ship the request as JSON, like an activity input, and bring the response back.
     Json input = llm::to_json(*call.messages);
     auto model = model_;
     auto params = call.params;
     auto settings = call.settings;
     // Named locals, not temporaries, inside co_await: g++ 12 can destroy such temporaries twice.
-    std::function<core::Result<llm::ModelResponse>()> body = [=] {
+    std::function<core::Result<ModelReply>()> body = [=]() -> core::Result<ModelReply> {
       auto messages = llm::messages_from_json(input);
-      return model->request(*messages, settings, params);
+      CODEACT_TRY(auto response, model->request(*messages, settings, params));
+      return ModelReply{std::move(response), std::nullopt};
     };
-    auto activity = ex_.activity<core::Result<llm::ModelResponse>>("model_request", std::move(body));
-    auto response = co_await activity;
-    co_return response;
+    auto activity = ex_.activity<core::Result<ModelReply>>("model_request", std::move(body));
+    auto reply = co_await activity;
+    co_return reply;
   }
   std::string model_name() const override { return model_->model_name(); }
 
@@ -405,20 +462,19 @@ class ActivityModel final : public AsyncModel {
   std::shared_ptr<llm::Model> model_;
 };
 
+// Each call completes later, on the executor, as an activity would (the toolset's own wrapper:
+// the agent is built with it, as the durable layer builds its agent).
 class ActivityToolset final : public WrapperToolset {
  public:
   ActivityToolset(ManualExecutor& ex, std::shared_ptr<Toolset> wrapped) : WrapperToolset(std::move(wrapped)), ex_(ex) {}
   Task<ToolResult> call_tool(const ToolCall& call, const RunContext& ctx) override {
-    Json input{{"name", call.tool_name}, {"args", call.args}, {"id", call.tool_call_id}, {"ctx", to_json(ctx)}};
     auto inner = wrapped_;
-    std::function<ToolResult()> body = [=]() -> ToolResult {
-      // Inside the "activity": rebuild the call and run the real toolset to completion.
-      auto c = run_context_from_json(input["ctx"]);
-      ToolCall tc{input["name"], input["args"], input["id"]};
+    RunContext copied = ctx;
+    copied.executor = nullptr;
+    std::function<ToolResult()> body = [inner, call, copied]() -> ToolResult {
+      // Inside the "activity": run the real toolset to completion.
       RunLoop loop;
-      auto r = loop.run(inner->call_tool(tc, *c));
-      auto shipped = tool_result_from_json(to_json(r));  // the result crosses as JSON too
-      return *shipped;
+      return loop.run(inner->call_tool(call, copied));
     };
     auto activity = ex_.activity<ToolResult>("tool:" + call.tool_name, std::move(body));
     auto result = co_await activity;
@@ -447,17 +503,15 @@ TEST(DurableSeamTest, SameLoopRunsOnASingleThreadedExecutorWithActivities) {
     int b = 0;
     static auto fields() { return std::tuple{field(&AddArgs::a, "a"), field(&AddArgs::b, "b")}; }
   };
+  ManualExecutor ex;
   AgentOptions options;
-  options.toolsets.push_back(std::make_shared<FunctionToolset>(std::vector<Tool>{
-      Tool::typed<AddArgs>("add", "adds", [](const AddArgs& x, const RunContext&) { return returns(x.a + x.b); })}));
+  options.toolsets.push_back(std::make_shared<ActivityToolset>(
+      ex, std::make_shared<FunctionToolset>(std::vector<Tool>{Tool::typed<AddArgs>(
+              "add", "adds", [](const AddArgs& x, const RunContext&) { return returns(x.a + x.b); })})));
   Agent agent(model, options);
 
-  ManualExecutor ex;
   RunDrivers drivers;
   drivers.model = std::make_shared<ActivityModel>(ex, model);
-  drivers.wrap_toolset = [&ex](const std::shared_ptr<Toolset>& t) -> std::shared_ptr<Toolset> {
-    return std::make_shared<ActivityToolset>(ex, t);
-  };
   drivers.executor = &ex;
   drivers.now = [] { return std::string("2026-01-01T00:00:00.000Z"); };
   RunOptions run;

@@ -190,9 +190,9 @@ TEST_F(CodeActAgentTest, UsageLimitEndsTheRunWithAClearErrorAndRemovesTheContain
 class AddingAgent final : public CodeActAgent {
  public:
   AddingAgent() : CodeActAgent("simple_agent") {}
-  std::vector<HostFunction> host_functions() const override {
+  std::vector<functions::HostFunction> host_functions() const override {
     return {
-        host_function("add", {"a", "b"}, "Adds two integers.", [](int a, int b) { return a + b; })};
+        functions::host_function("add", {"a", "b"}, "Adds two integers.", [](int a, int b) { return a + b; })};
   }
 };
 

@@ -35,8 +35,8 @@ class ToolAgent final : public codeact::CodeActAgent {
  public:
   ToolAgent() : CodeActAgent("simple_agent") {}
   std::vector<std::string> mcp_servers(const codeact::AgentBuilder&) const override { return {"time", "fixture"}; }
-  std::vector<codeact::HostFunction> host_functions() const override {
-    return {codeact::host_function("host_mul", {"a", "b"}, "Multiplies on the host.",
+  std::vector<functions::HostFunction> host_functions() const override {
+    return {functions::host_function("host_mul", {"a", "b"}, "Multiplies on the host.",
                                    [](int64_t a, int64_t b) { return a * b; })};
   }
 };

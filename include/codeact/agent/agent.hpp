@@ -5,25 +5,27 @@
 //                 └────────────────────────┼──────────────────────────────────────┘
 //                                          └─ final result (text, or structured output) ─► done
 //
-// The loop (Agent::run_task) is a Task (task.hpp). It awaits exactly two kinds of effects: a model
-// request (AsyncModel::request) and toolset operations (Toolset::get_tools / call_tool), plus the
-// instructions function. That is the seam for durability: the durable layer runs the same
-// run_task inside a workflow with RunDrivers whose AsyncModel schedules a model activity and whose
-// toolsets are wrapped (wrap_toolset) so that each call is an activity. Agent::run() is direct mode:
-// a RunLoop drives the task on the calling thread, the model is called inline and tools run on
-// threads, concurrently when the model asks for several at once (unless a tool is sequential).
+// The loop (Agent::run_task) is a Task (task.hpp). It awaits exactly three kinds of effects: the
+// instructions function, a model request (AsyncModel::request) and toolset operations
+// (Toolset::get_tools / call_tool). That is the seam for durability: the durable layer runs the
+// same run_task inside a workflow, with RunDrivers whose AsyncModel schedules a model activity
+// (and evaluates the instructions there, next to what they read) and with an Agent whose toolsets
+// are wrappers that turn each call into an activity. Agent::run() is direct mode: a RunLoop
+// drives the task on the calling thread, the model is called inline and tools run on threads,
+// concurrently when the model asks for several at once (unless a tool is sequential).
 //
 // Behaviour:
-//   - Instructions are static text or a function of the RunContext; they are evaluated before
-//     every model request (so they can show the sandbox's current variables and files) and sent
-//     as ModelRequest::instructions. System prompts go once, at the start of a new conversation.
+//   - Instructions are static text plus an optional function of the RunContext (Agent::
+//     instructions()); they are evaluated before every model request (so they can show the
+//     sandbox's current variables and files) and recorded as ModelRequest::instructions. System
+//     prompts go once, at the start of a new conversation.
 //   - Tool arguments that fail validation, ModelRetry, tool errors and unknown tool names go back
 //     to the model as RetryPromptParts. A tool failing more than its max_retries times in a row
 //     fails the run (Aborted). Cancelled from a tool ends the run.
 //   - Output: text, or a structured value validated against a JSON schema — through an output
 //     tool `final_result` (OutputMode::kTool), the provider's native JSON schema (kNative) or the
-//     schema in the instructions (kPrompted). Invalid output goes back as a retry prompt, at most
-//     max_output_retries times in a row.
+//     schema described in the instructions the provider sends (kPrompted). Invalid output goes
+//     back as a retry prompt, at most max_output_retries times in a row.
 //   - Usage limits (requests, tokens, tool calls) stop the run with ResourceExhausted naming the
 //     limit, before a request that would exceed the request limit and after a response that
 //     exceeded a token limit.
@@ -97,14 +99,15 @@ struct OutputSpec {
   llm::OutputMode mode = llm::OutputMode::kText;
   std::string name = "final_result";  // the output tool's name (kTool) / schema name
   std::string description = "The final response which ends this conversation";
-  Json schema = Json::object();       // object schema of the structured output
+  Json schema = Json::object();  // object schema of the structured output
   // Checks (and may normalize) a candidate output; errors become retry prompts.
   std::function<std::vector<ArgError>(Json& value)> validate;
 
   static OutputSpec text() { return {}; }
   // Structured output of type T (a struct with fields(), see schema.hpp).
   template <typename T>
-  static OutputSpec of(llm::OutputMode mode = llm::OutputMode::kTool, std::string name = "final_result") {
+  static OutputSpec of(llm::OutputMode mode = llm::OutputMode::kTool,
+                       std::string name = "final_result") {
     OutputSpec s;
     s.mode = mode;
     s.name = std::move(name);
@@ -159,6 +162,8 @@ core::Result<AgentRunResult> run_result_from_json(const Json& j);
 // The model seam the loop awaits
 
 struct ModelCall {
+  // The conversation, ending with the request to answer (its instructions already set unless
+  // the model evaluates them, see AsyncModel::evaluates_instructions).
   const std::vector<llm::ModelMessage>* messages = nullptr;
   llm::ModelSettings settings;
   llm::ModelRequestParameters params;
@@ -167,19 +172,30 @@ struct ModelCall {
   llm::StreamHandler on_stream;
 };
 
+struct ModelReply {
+  llm::ModelResponse response;
+  // The instructions of the request, when the model evaluated them itself; the loop records
+  // them on the request as if it had evaluated them.
+  std::optional<std::string> instructions;
+};
+
 class AsyncModel {
  public:
   virtual ~AsyncModel() = default;
   // REQUIRES: everything `call` points to outlives the returned Task.
-  virtual Task<core::Result<llm::ModelResponse>> request(const ModelCall& call) = 0;
+  virtual Task<core::Result<ModelReply>> request(const ModelCall& call) = 0;
   virtual std::string model_name() const = 0;
+  // True when request() evaluates the agent's instructions where the model runs and returns
+  // them in ModelReply::instructions (a durable model does, on the worker, in the same activity
+  // as the request: they read the sandbox). The loop then does not evaluate them. Default false.
+  virtual bool evaluates_instructions() const { return false; }
 };
 
 // Direct mode: calls an llm::Model inline (request_stream when events are wanted).
 class DirectModel final : public AsyncModel {
  public:
   explicit DirectModel(std::shared_ptr<llm::Model> model) : model_(std::move(model)) {}
-  Task<core::Result<llm::ModelResponse>> request(const ModelCall& call) override;
+  Task<core::Result<ModelReply>> request(const ModelCall& call) override;
   std::string model_name() const override { return model_->model_name(); }
 
  private:
@@ -196,8 +212,8 @@ using InstructionsFn = std::function<Task<core::Result<std::string>>(const RunCo
 struct AgentOptions {
   std::string name = "agent";
   std::vector<std::string> system_prompts;
-  std::string instructions;               // static part, sent before the dynamic part
-  InstructionsFn instructions_fn;         // dynamic part; may be empty
+  std::string instructions;        // static part, sent before the dynamic part
+  InstructionsFn instructions_fn;  // dynamic part; may be empty
   std::vector<std::shared_ptr<Toolset>> toolsets;
   OutputSpec output;
   llm::ModelSettings model_settings;
@@ -210,19 +226,18 @@ struct RunOptions {
   std::vector<llm::ModelMessage> message_history;
   Json deps;
   EventHandler on_event;
-  std::optional<UsageLimits> usage_limits;      // overrides the agent's
+  std::optional<UsageLimits> usage_limits;           // overrides the agent's
   std::optional<llm::ModelSettings> model_settings;  // merged over the agent's
   const core::CancelToken* cancel = nullptr;
   std::string run_id;  // "" = random (direct mode); a workflow passes a deterministic one
 };
 
 // What executes the run's effects. Direct mode fills it from the Agent; the durable layer gives
-// an activity-backed model, a toolset wrapper and the workflow's executor.
+// an activity-backed model and the workflow's clock (its toolsets are the Agent's own: wrappers
+// that schedule activities).
 struct RunDrivers {
   std::shared_ptr<AsyncModel> model;  // null = DirectModel(agent.model())
-  // Applied to each of the agent's toolsets (and the combined one is built from the results).
-  std::function<std::shared_ptr<Toolset>(const std::shared_ptr<Toolset>&)> wrap_toolset;
-  Executor* executor = nullptr;  // given to tools through RunContext::executor
+  Executor* executor = nullptr;       // given to tools through RunContext::executor
   // Timestamps for message parts (RFC 3339). Default: llm::now_timestamp(); a workflow gives its
   // deterministic clock.
   std::function<std::string()> now;
@@ -236,7 +251,13 @@ class Agent {
   core::Result<AgentRunResult> run(const std::string& prompt, RunOptions options = {}) const;
 
   // The loop itself, for any driver. REQUIRES: the Agent outlives the Task.
-  Task<core::Result<AgentRunResult>> run_task(std::string prompt, RunOptions options, RunDrivers drivers) const;
+  Task<core::Result<AgentRunResult>> run_task(std::string prompt, RunOptions options,
+                                              RunDrivers drivers) const;
+
+  // The instructions of one model request: the static part, then what instructions_fn gives for
+  // `ctx` (separated by a blank line). What the loop records on each request; a durable model
+  // calls it on the worker.
+  Task<core::Result<std::string>> instructions(const RunContext& ctx) const;
 
   const AgentOptions& options() const { return options_; }
   const std::shared_ptr<llm::Model>& model() const { return model_; }

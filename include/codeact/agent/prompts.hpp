@@ -5,8 +5,8 @@
 // (core/template.hpp, docs/templates.md), parsed when the file is loaded so a syntax error is
 // reported at startup with the agent, field, line and column. They are rendered with
 // PromptVariables (container_id, python_packages, system_packages, sandbox_variable_names,
-// sandbox_files, tools_as_func) — before every model request when used through
-// instructions_from_template(), so the model sees the sandbox's current state.
+// sandbox_files, tools_as_func); the CodeAct agent renders the instructions before every model
+// request, so the model sees the sandbox's current state (codeact/prompt_variables.hpp).
 // Prompts are NOT ${VAR}-interpolated: they hold shell and Python text where ${...} is meaningful.
 //
 // app_conf.yml holds temporal.url, temporal.namespace, llm.<provider>.{api_key, model_name, ...}
@@ -84,14 +84,6 @@ class PromptBook {
   std::string source_;
   std::map<std::string, std::shared_ptr<const AgentPrompt>> prompts_;
 };
-
-// Gathers the template variables for a run step (e.g. lists the sandbox's variables and files,
-// through activities in durable mode).
-using VariablesFn = std::function<Task<core::Result<Json>>(const RunContext& ctx)>;
-
-// Instructions that re-render `prompt`'s instructions template before every model request with
-// the variables `variables` returns.
-InstructionsFn instructions_from_template(std::shared_ptr<const AgentPrompt> prompt, VariablesFn variables);
 
 struct LlmProviderConfig {
   std::string name;  // the key under llm: ("gemini", "openai", ...)

@@ -1,8 +1,9 @@
 // Tools and toolsets (after pydantic-ai's `tools.py` and `toolsets/`).
 //
 // A Toolset lists the tools the model may call (get_tools) and runs one call (call_tool). Both are
-// Tasks, so the agent loop can await them inside a workflow: the durable layer wraps a Toolset so
-// that each call becomes an activity, without a second loop. Wrappers add one behaviour each:
+// Tasks, so the agent loop can await them inside a workflow: the durable layer wraps each of an
+// agent's toolsets so that each call becomes an activity routed by the toolset's id(), without a
+// second loop. Wrappers add one behaviour each:
 // FilteredToolset (hide tools), PrefixedToolset (name -> prefix_name), RenamedToolset (explicit
 // renames), CombinedToolset (several toolsets as one; a name may appear only once).
 //
@@ -56,6 +57,7 @@ struct RunContext {
   const core::CancelToken* cancel = nullptr;
   const std::vector<llm::ModelMessage>* messages = nullptr;  // the conversation so far
 };
+
 Json to_json(const RunContext& ctx);
 core::Result<RunContext> run_context_from_json(const Json& j);
 
@@ -75,6 +77,7 @@ using ToolResult = core::Result<ToolOutcome>;
 
 Json to_json(const ToolResult& result);  // {"kind": "return"|"retry"|"error", ...}
 core::Result<ToolResult> tool_result_from_json(const Json& j);
+
 
 // A tool definition as the agent sees it: what the model is told plus the loop's policy.
 struct ToolInfo {

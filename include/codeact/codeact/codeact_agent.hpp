@@ -6,7 +6,7 @@
 //                 mcp_servers, names from app_conf.yml mcp_servers), C++ host functions and
 //                 custom Python functions (hooks host_functions / custom_functions).
 //   CodeActAgent  binds an agent::Agent to one sandbox: SandboxTools (the sandbox id fixed), the
-//                 CodeActToolset bridge for cells, and instructions re-rendered before every model
+//                 functions::SandboxFunctions bridge for cells, and instructions re-rendered before every model
 //                 request from the sandbox's live state (sandbox_instructions()).
 //   SimpleAgent   the minimal concrete agent, "simple_agent".
 //   make_agent()  by name: "simple_agent", or any agent listed in agent_prompts.yml.
@@ -30,10 +30,10 @@
 
 #include "codeact/agent/agent.hpp"
 #include "codeact/agent/prompts.hpp"
-#include "codeact/codeact/host_function.hpp"
-#include "codeact/codeact/python_functions.hpp"
+#include "codeact/functions/host_function.hpp"
+#include "codeact/functions/python_functions.hpp"
 #include "codeact/codeact/sandbox_tools.hpp"
-#include "codeact/codeact/toolset.hpp"
+#include "codeact/functions/sandbox_functions.hpp"
 #include "codeact/core/config.hpp"
 #include "codeact/llm/model.hpp"
 #include "codeact/llm/model_factory.hpp"
@@ -58,7 +58,7 @@ struct CodeActAgentOutput {
 // Blocking; errors from Docker/the kernel are returned.
 core::Result<agent::PromptVariables> sandbox_prompt_variables(sandbox::SandboxManager& manager,
                                                               const std::string& sandbox_id,
-                                                              CodeActToolset* functions);
+                                                              functions::SandboxFunctions* functions);
 
 // Instructions rendered from `prompt`'s template before every model request with
 // sandbox_prompt_variables (gathered on a thread in direct mode). tools_as_func is computed once
@@ -66,7 +66,7 @@ core::Result<agent::PromptVariables> sandbox_prompt_variables(sandbox::SandboxMa
 agent::InstructionsFn sandbox_instructions(std::shared_ptr<const agent::AgentPrompt> prompt,
                                            std::shared_ptr<sandbox::SandboxManager> manager,
                                            std::string sandbox_id,
-                                           std::shared_ptr<CodeActToolset> functions);
+                                           std::shared_ptr<functions::SandboxFunctions> functions);
 
 // ---------------------------------------------------------------------------------------------
 // Building
@@ -104,15 +104,15 @@ class BaseAgent {
   virtual core::Result<std::shared_ptr<llm::Model>> llm_model(const AgentBuilder& builder) const;
   // Names of app_conf.yml mcp_servers whose tools sandbox code may call. Default: none.
   virtual std::vector<std::string> mcp_servers(const AgentBuilder&) const { return {}; }
-  virtual std::vector<HostFunction> host_functions() const { return {}; }
-  virtual std::vector<PythonFunctionSource> custom_functions() const { return {}; }
+  virtual std::vector<functions::HostFunction> host_functions() const { return {}; }
+  virtual std::vector<functions::PythonFunctionSource> custom_functions() const { return {}; }
 
   // This agent's entry of agent_prompts.yml (NotFound listing the agents there).
   core::Result<std::shared_ptr<const agent::AgentPrompt>> prompts(
       const AgentBuilder& builder) const;
   // The functions callable from cells, or null when the hooks give none. `extra_mcp_servers`
   // (names of app_conf.yml mcp_servers, e.g. from `codeact run --mcp`) are offered too.
-  core::Result<std::shared_ptr<CodeActToolset>> functions(
+  core::Result<std::shared_ptr<functions::SandboxFunctions>> functions(
       const AgentBuilder& builder, const std::vector<std::string>& extra_mcp_servers = {}) const;
 
  private:

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "codeact/agent/toolset.hpp"
-#include "codeact/codeact/toolset.hpp"
+#include "codeact/functions/sandbox_functions.hpp"
 #include "codeact/core/json.hpp"
 #include "codeact/core/result.hpp"
 #include "codeact/sandbox/sandbox_manager.hpp"
@@ -54,7 +54,7 @@ class SandboxTools final : public agent::Toolset {
  public:
   // `functions` (may be null): MCP tools / host / Python functions callable from cells.
   SandboxTools(std::shared_ptr<sandbox::SandboxManager> manager, SandboxToolsOptions options,
-               std::shared_ptr<CodeActToolset> functions = nullptr);
+               std::shared_ptr<functions::SandboxFunctions> functions = nullptr);
 
   std::string id() const override { return "sandbox"; }
   agent::Task<core::Result<std::vector<agent::ToolInfo>>> get_tools(
@@ -74,7 +74,7 @@ class SandboxTools final : public agent::Toolset {
  private:
   std::shared_ptr<sandbox::SandboxManager> manager_;
   SandboxToolsOptions options_;
-  std::shared_ptr<CodeActToolset> functions_;
+  std::shared_ptr<functions::SandboxFunctions> functions_;
   std::shared_ptr<agent::FunctionToolset> tools_;
 };
 

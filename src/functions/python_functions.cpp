@@ -1,6 +1,6 @@
 // Custom Python functions: reading sources, import -> distribution names, and the small Python
 // programs that analyse and define them inside the sandbox's kernel.
-#include "codeact/codeact/python_functions.hpp"
+#include "codeact/functions/python_functions.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 #include "codeact/mcp/python_signature.hpp"
 
-namespace codeact::codeact {
+namespace codeact::functions {
 
 core::Result<PythonFunctionSource> PythonFunctionSource::from_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -171,4 +171,4 @@ def __codeact_syncify(names):
   return out;
 }
 
-}  // namespace codeact::codeact
+}  // namespace codeact::functions

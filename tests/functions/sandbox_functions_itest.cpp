@@ -1,4 +1,4 @@
-// The CodeAct toolset against a real sandbox (Docker + the sandbox image) and real MCP servers:
+// SandboxFunctions against a real sandbox (Docker + the sandbox image) and real MCP servers:
 // one cell calling tools of two servers (stdio mcp-server-time, our SDK fixture over Streamable
 // HTTP with a bearer token) and a host function; tool errors and images; Python functions from
 // source; and no credential in the container, its environment or what the model reads.
@@ -7,12 +7,13 @@
 #include <random>
 #include <thread>
 
-#include "codeact/codeact/toolset.hpp"
 #include "codeact/core/subprocess.hpp"
+#include "codeact/functions/sandbox_functions.hpp"
 #include "codeact/sandbox/image_builder.hpp"
+#include "codeact/sandbox/sandbox_manager.hpp"
 #include "mcp_test_support.hpp"
 
-namespace codeact::codeact {
+namespace codeact::functions {
 namespace {
 
 using namespace ::codeact::mcp::testing;
@@ -25,7 +26,7 @@ std::string random_hex() {
   return fmt::format("{:08x}{:08x}", rd(), rd());
 }
 
-class ToolsetTest : public ::testing::Test {
+class SandboxFunctionsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!have_venv()) return;
@@ -65,15 +66,15 @@ class ToolsetTest : public ::testing::Test {
   }
   void SetUp() override { CODEACT_REQUIRE_MCP_VENV(); }
 
-  static CodeActToolsetOptions options() {
-    CodeActToolsetOptions o;
+  static SandboxFunctionsOptions options() {
+    SandboxFunctionsOptions o;
     o.mcp = servers_;
     o.host_functions.push_back(host_function("host_mul", {"a", "b"}, "Multiplies on the host.",
                                              [](int64_t a, int64_t b) { return a * b; }));
     return o;
   }
 
-  static ExecuteResult run(CodeActToolset& tools, const std::string& code) {
+  static ExecuteResult run(SandboxFunctions& tools, const std::string& code) {
     ExecuteRequest req;
     req.code = code;
     req.timeout_seconds = 120;
@@ -88,14 +89,15 @@ class ToolsetTest : public ::testing::Test {
   static std::unique_ptr<HttpFixture> http_;
   static std::string id_, env_secret_, header_secret_;
 };
-std::shared_ptr<sandbox::DockerClient> ToolsetTest::docker_;
-std::shared_ptr<sandbox::SandboxManager> ToolsetTest::manager_;
-std::shared_ptr<mcp::McpServerSet> ToolsetTest::servers_;
-std::unique_ptr<HttpFixture> ToolsetTest::http_;
-std::string ToolsetTest::id_, ToolsetTest::env_secret_, ToolsetTest::header_secret_;
+std::shared_ptr<sandbox::DockerClient> SandboxFunctionsTest::docker_;
+std::shared_ptr<sandbox::SandboxManager> SandboxFunctionsTest::manager_;
+std::shared_ptr<mcp::McpServerSet> SandboxFunctionsTest::servers_;
+std::unique_ptr<HttpFixture> SandboxFunctionsTest::http_;
+std::string SandboxFunctionsTest::id_, SandboxFunctionsTest::env_secret_,
+    SandboxFunctionsTest::header_secret_;
 
-TEST_F(ToolsetTest, OneCellCallsTwoServersAndAHostFunction) {
-  CodeActToolset tools(options());
+TEST_F(SandboxFunctionsTest, OneCellCallsTwoServersAndAHostFunction) {
+  SandboxFunctions tools(options());
   auto r = run(tools,
                "t = get_current_time(timezone='Europe/Paris')\n"
                "s = add(2, b=40)\n"
@@ -115,8 +117,8 @@ TEST_F(ToolsetTest, OneCellCallsTwoServersAndAHostFunction) {
   EXPECT_NE(all.find("def host_mul(a: int, b: int) -> int"), std::string::npos) << all;
 }
 
-TEST_F(ToolsetTest, ToolErrorsAreRaisedWithTheServersMessage) {
-  CodeActToolset tools(options());
+TEST_F(SandboxFunctionsTest, ToolErrorsAreRaisedWithTheServersMessage) {
+  SandboxFunctions tools(options());
   auto r = run(tools,
                "try:\n"
                "    fail(message='the server refuses')\n"
@@ -131,8 +133,8 @@ TEST_F(ToolsetTest, ToolErrorsAreRaisedWithTheServersMessage) {
       << r.error->message;
 }
 
-TEST_F(ToolsetTest, ImagesComeBackAsFilesInTheOutputFolder) {
-  CodeActToolset tools(options());
+TEST_F(SandboxFunctionsTest, ImagesComeBackAsFilesInTheOutputFolder) {
+  SandboxFunctions tools(options());
   auto r = run(tools,
                "import os\n"
                "path = image()\n"
@@ -142,8 +144,8 @@ TEST_F(ToolsetTest, ImagesComeBackAsFilesInTheOutputFolder) {
   EXPECT_EQ(r.stdout_text, "True True b'\\x89PNG'\n");
 }
 
-TEST_F(ToolsetTest, NoCredentialReachesTheSandboxOrThePrompt) {
-  CodeActToolset tools(options());
+TEST_F(SandboxFunctionsTest, NoCredentialReachesTheSandboxOrThePrompt) {
+  SandboxFunctions tools(options());
   auto r = run(tools,
                "import os, json\n"
                "print(get_current_time(timezone='UTC')['timezone'])\n"
@@ -167,8 +169,8 @@ TEST_F(ToolsetTest, NoCredentialReachesTheSandboxOrThePrompt) {
   }
 }
 
-TEST_F(ToolsetTest, PythonFunctionsFromIndentedSourceWithAsyncAndImports) {
-  CodeActToolsetOptions o;
+TEST_F(SandboxFunctionsTest, PythonFunctionsFromIndentedSourceWithAsyncAndImports) {
+  SandboxFunctionsOptions o;
   o.python_functions.push_back(
       PythonFunctionSource::from_string("    import json\n"
                                         "    import numpy as np\n"
@@ -185,7 +187,7 @@ TEST_F(ToolsetTest, PythonFunctionsFromIndentedSourceWithAsyncAndImports) {
                                         "            return float(np.mean(v))\n"
                                         "        return inner(values)\n",
                                         "helpers.py"));
-  CodeActToolset tools(o);
+  SandboxFunctions tools(o);
   auto r = run(tools,
                "import asyncio\n"
                "async def main():\n"
@@ -205,8 +207,8 @@ TEST_F(ToolsetTest, PythonFunctionsFromIndentedSourceWithAsyncAndImports) {
   EXPECT_EQ(again.stdout_text, "4.0\n");
 }
 
-TEST_F(ToolsetTest, FunctionsComeBackAfterTheKernelRestarts) {
-  CodeActToolset tools(options());
+TEST_F(SandboxFunctionsTest, FunctionsComeBackAfterTheKernelRestarts) {
+  SandboxFunctions tools(options());
   ASSERT_TRUE(run(tools, "x = host_mul(2, 3)\n").ok);
   ASSERT_TRUE(manager_->restart(id_).ok());
   auto r = run(tools, "print(x, host_mul(3, 3), add(a=1))\n");
@@ -214,8 +216,8 @@ TEST_F(ToolsetTest, FunctionsComeBackAfterTheKernelRestarts) {
   EXPECT_EQ(r.stdout_text, "6 9 2\n");
 }
 
-TEST_F(ToolsetTest, ToolsAddedByTheServerAreCallableFromTheNextCell) {
-  CodeActToolset tools(options());
+TEST_F(SandboxFunctionsTest, ToolsAddedByTheServerAreCallableFromTheNextCell) {
+  SandboxFunctions tools(options());
   auto first = run(tools, "print(grow())\n");
   ASSERT_TRUE(first.ok) << (first.error ? first.error->message : "");
   std::string name = first.stdout_text.substr(0, first.stdout_text.find('\n'));
@@ -234,11 +236,11 @@ TEST_F(ToolsetTest, ToolsAddedByTheServerAreCallableFromTheNextCell) {
   EXPECT_EQ(second.stdout_text, name + "\n");
 }
 
-TEST_F(ToolsetTest, MissingPackagesInASandboxWithoutNetworkFailClearly) {
-  CodeActToolsetOptions o;
+TEST_F(SandboxFunctionsTest, MissingPackagesInASandboxWithoutNetworkFailClearly) {
+  SandboxFunctionsOptions o;
   o.python_functions.push_back(PythonFunctionSource::from_string(
       "import sklearn\n\ndef fit():\n    return sklearn.__version__\n", "ml.py"));
-  CodeActToolset tools(o);
+  SandboxFunctions tools(o);
   auto r = tools.prepare(*manager_, id_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), core::Code::kFailedPrecondition) << r.error().to_string();
@@ -246,10 +248,10 @@ TEST_F(ToolsetTest, MissingPackagesInASandboxWithoutNetworkFailClearly) {
       << r.error().message();
 }
 
-TEST_F(ToolsetTest, NamesOfferedTwiceAreRefused) {
-  CodeActToolsetOptions o = options();
+TEST_F(SandboxFunctionsTest, NamesOfferedTwiceAreRefused) {
+  SandboxFunctionsOptions o = options();
   o.host_functions.push_back(host_function("echo", {"text"}, "", [](std::string t) { return t; }));
-  CodeActToolset tools(o);
+  SandboxFunctions tools(o);
   auto r = tools.bridged_functions();
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("'echo'"), std::string::npos);
@@ -257,4 +259,4 @@ TEST_F(ToolsetTest, NamesOfferedTwiceAreRefused) {
 }
 
 }  // namespace
-}  // namespace codeact::codeact
+}  // namespace codeact::functions

@@ -1,6 +1,6 @@
-#include "codeact/codeact/host_function.hpp"
+#include "codeact/functions/host_function.hpp"
 
-namespace codeact::codeact {
+namespace codeact::functions {
 
 HostFunction raw_host_function(
     std::string name, std::string signature, std::string doc,
@@ -8,4 +8,4 @@ HostFunction raw_host_function(
   return HostFunction{std::move(name), std::move(signature), std::move(doc), std::move(call)};
 }
 
-}  // namespace codeact::codeact
+}  // namespace codeact::functions

@@ -1,49 +1,21 @@
-// CodeActToolset: MCP tools, host functions and Python functions made callable in a sandbox.
-#include "codeact/codeact/toolset.hpp"
+// SandboxFunctions: MCP tools, host functions and Python functions made callable in a sandbox.
+#include "codeact/functions/sandbox_functions.hpp"
 
 #include <fmt/format.h>
 
-#include <array>
 #include <atomic>
 #include <map>
 #include <mutex>
 #include <optional>
 
+#include "codeact/core/base64.hpp"
 #include "codeact/core/log.hpp"
 
-namespace codeact::codeact {
+namespace codeact::functions {
 
 using core::Json;
 
 namespace {
-
-core::Result<std::string> decode_base64(std::string_view in) {
-  static const auto table = [] {
-    std::array<int, 256> t{};
-    t.fill(-1);
-    const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(a[i])] = i;
-    t['-'] = 62;  // URL-safe alphabet too
-    t['_'] = 63;
-    return t;
-  }();
-  std::string out;
-  out.reserve(in.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
-    int v = table[static_cast<unsigned char>(c)];
-    if (v < 0) return core::invalid_argument("tool result: invalid base64 data");
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  return out;
-}
 
 std::string extension_for(const std::string& mime) {
   static const std::map<std::string, std::string> kExt = {
@@ -80,16 +52,16 @@ Json FunctionInfo::to_json() const {
               {"classes", classes}, {"origin", origin},       {"text", text()}};
 }
 
-FileSink sandbox_file_sink(sandbox::SandboxManager& manager, const std::string& sandbox_id) {
-  return [&manager, sandbox_id](const std::string& path,
+FileSink sandbox_file_sink(sandbox::SandboxBackend& backend, const std::string& sandbox_id) {
+  return [&backend, sandbox_id](const std::string& path,
                                 std::string_view bytes) -> core::Result<std::string> {
-    CODEACT_TRY_STATUS(manager.write_file(sandbox_id, path, bytes));
+    CODEACT_TRY_STATUS(backend.write_file(sandbox_id, path, bytes));
     return path;
   };
 }
 
-struct CodeActToolset::State {
-  CodeActToolsetOptions opts;
+struct SandboxFunctions::State {
+  SandboxFunctionsOptions opts;
   std::mutex mu;
   std::optional<std::vector<mcp::ToolBinding>> bindings;  // GUARDED_BY(mu)
   int64_t bindings_generation = -1;                       // GUARDED_BY(mu)
@@ -125,13 +97,14 @@ struct CodeActToolset::State {
   }
 };
 
-CodeActToolset::CodeActToolset(CodeActToolsetOptions options) : state_(std::make_shared<State>()) {
+SandboxFunctions::SandboxFunctions(SandboxFunctionsOptions options)
+    : state_(std::make_shared<State>()) {
   state_->opts = std::move(options);
 }
 
-CodeActToolset::~CodeActToolset() = default;
+SandboxFunctions::~SandboxFunctions() = default;
 
-core::Result<std::vector<FunctionInfo>> CodeActToolset::bridged_functions() {
+core::Result<std::vector<FunctionInfo>> SandboxFunctions::bridged_functions() {
   CODEACT_TRY(auto bindings, state_->mcp_bindings());
   std::vector<FunctionInfo> out;
   std::map<std::string, std::string> origin_of;
@@ -157,27 +130,27 @@ core::Result<std::vector<FunctionInfo>> CodeActToolset::bridged_functions() {
 
 namespace {
 
-core::Result<PythonSourceAnalysis> analyse(sandbox::SandboxManager& manager, const std::string& id,
+core::Result<PythonSourceAnalysis> analyse(sandbox::SandboxBackend& backend, const std::string& id,
                                            const PythonFunctionSource& src) {
   static const std::string kVar = "__codeact_analysis";
-  auto defined = manager.define(id, analysis_program(src.source, kVar));
+  auto defined = backend.define(id, analysis_program(src.source, kVar));
   if (!defined.ok()) {
     return core::Error(defined.error().code(), fmt::format("Python functions from {}: {}",
                                                            src.origin, defined.error().message()));
   }
-  CODEACT_TRY(Json got, manager.kernel_call(id, "get", Json{{"name", kVar}}));
+  CODEACT_TRY(Json got, backend.variable(id, kVar));
   return PythonSourceAnalysis::from_json(got.value("value", Json::object()));
 }
 
 }  // namespace
 
-core::Result<std::vector<FunctionInfo>> CodeActToolset::functions(sandbox::SandboxManager& manager,
-                                                                  const std::string& sandbox_id) {
+core::Result<std::vector<FunctionInfo>> SandboxFunctions::functions(
+    sandbox::SandboxBackend& backend, const std::string& sandbox_id) {
   CODEACT_TRY(auto out, bridged_functions());
   std::map<std::string, std::string> seen;
   for (const auto& f : out) seen[f.name] = f.origin;
   for (const auto& src : state_->opts.python_functions) {
-    CODEACT_TRY(auto a, analyse(manager, sandbox_id, src));
+    CODEACT_TRY(auto a, analyse(backend, sandbox_id, src));
     for (const auto& f : a.functions) {
       if (auto it = seen.find(f.name); it != seen.end()) {
         return core::invalid_argument(
@@ -192,15 +165,15 @@ core::Result<std::vector<FunctionInfo>> CodeActToolset::functions(sandbox::Sandb
   return out;
 }
 
-core::Result<std::vector<std::string>> CodeActToolset::tools_as_func(
-    sandbox::SandboxManager& manager, const std::string& sandbox_id) {
-  CODEACT_TRY(auto fns, functions(manager, sandbox_id));
+core::Result<std::vector<std::string>> SandboxFunctions::tools_as_func(
+    sandbox::SandboxBackend& backend, const std::string& sandbox_id) {
+  CODEACT_TRY(auto fns, functions(backend, sandbox_id));
   std::vector<std::string> out;
   for (const auto& f : fns) out.push_back(f.text());
   return out;
 }
 
-core::Status CodeActToolset::prepare(sandbox::SandboxManager& manager, const std::string& id) {
+core::Status SandboxFunctions::prepare(sandbox::SandboxBackend& backend, const std::string& id) {
   CODEACT_TRY(auto bridged, bridged_functions());
   if (bridged.empty() && state_->opts.python_functions.empty()) return core::ok_status();
   uint64_t h = fnv1a("codeact-toolset-v1");
@@ -208,7 +181,7 @@ core::Status CodeActToolset::prepare(sandbox::SandboxManager& manager, const std
   for (const auto& p : state_->opts.python_functions)
     h = fnv1a(p.origin + "\x1f" + p.source + "\x1e", h);
   std::string marker = fmt::format("__codeact_toolset_{:016x}", h);
-  auto present = manager.kernel_call(id, "get", Json{{"name", marker}});
+  auto present = backend.variable(id, marker);
   if (present.ok()) return core::ok_status();
   if (present.error().code() != core::Code::kNotFound) return present.error();
 
@@ -216,12 +189,12 @@ core::Status CodeActToolset::prepare(sandbox::SandboxManager& manager, const std
     Json fns = Json::array();
     for (const auto& f : bridged)
       fns.push_back(Json{{"name", f.name}, {"signature", f.signature}, {"doc", f.doc}});
-    CODEACT_TRY_STATUS(manager.register_functions(id, fns));
+    CODEACT_TRY_STATUS(backend.register_functions(id, fns));
   }
   std::map<std::string, std::string> names;
   for (const auto& f : bridged) names[f.name] = f.origin;
   for (const auto& src : state_->opts.python_functions) {
-    CODEACT_TRY(auto a, analyse(manager, id, src));
+    CODEACT_TRY(auto a, analyse(backend, id, src));
     for (const auto& f : a.functions) {
       if (names.count(f.name)) {
         return core::invalid_argument(
@@ -241,7 +214,7 @@ core::Status CodeActToolset::prepare(sandbox::SandboxManager& manager, const std
       }
       core::log().info("sandbox {}: installing {} for Python functions from {}", id, list,
                        src.origin);
-      auto installed = manager.install(id, dists);
+      auto installed = backend.install(id, dists);
       if (!installed.ok() || !installed->ok) {
         std::string why = installed.ok() ? installed->output : installed.error().message();
         if (why.size() > 1500) why = "..." + why.substr(why.size() - 1500);
@@ -253,20 +226,20 @@ core::Status CodeActToolset::prepare(sandbox::SandboxManager& manager, const std
                         src.origin, list, why));
       }
     }
-    auto defined = manager.define(id, definition_program(a, src.origin));
+    auto defined = backend.define(id, definition_program(a, src.origin));
     if (!defined.ok()) {
       return core::Error(
           defined.error().code(),
           fmt::format("Python functions from {}: {}", src.origin, defined.error().message()));
     }
   }
-  return manager.define(id, marker + " = True\n");
+  return backend.define(id, marker + " = True\n");
 }
 
-core::Result<Json> CodeActToolset::to_python_value(const mcp::McpCallResult& r,
-                                                   const mcp::ToolBinding& binding,
-                                                   const FileSink& files,
-                                                   const std::string& artifacts_dir) {
+core::Result<Json> SandboxFunctions::to_python_value(const mcp::McpCallResult& r,
+                                                     const mcp::ToolBinding& binding,
+                                                     const FileSink& files,
+                                                     const std::string& artifacts_dir) {
   if (r.is_error) {
     std::string text = r.text();
     if (text.empty())
@@ -282,7 +255,7 @@ core::Result<Json> CodeActToolset::to_python_value(const mcp::McpCallResult& r,
   }
   static std::atomic<int64_t> counter{0};
   auto save = [&](const std::string& b64, const std::string& mime) -> core::Result<Json> {
-    CODEACT_TRY(std::string bytes, decode_base64(b64));
+    CODEACT_TRY(std::string bytes, core::base64_decode(b64));
     if (!files)
       return core::failed_precondition("tool returned a file but no place to save it was given");
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -325,7 +298,7 @@ core::Result<Json> CodeActToolset::to_python_value(const mcp::McpCallResult& r,
   return parts;
 }
 
-sandbox::BridgeHandler CodeActToolset::bridge_handler(FileSink files) {
+sandbox::BridgeHandler SandboxFunctions::bridge_handler(FileSink files) {
   std::shared_ptr<State> state = state_;
   return [state, files](const std::string& name, const Json& args,
                         const Json& kwargs) -> core::Result<Json> {
@@ -356,12 +329,12 @@ sandbox::BridgeHandler CodeActToolset::bridge_handler(FileSink files) {
   };
 }
 
-core::Result<sandbox::ExecuteResult> CodeActToolset::execute(sandbox::SandboxManager& manager,
-                                                             const std::string& id,
-                                                             sandbox::ExecuteRequest request) {
-  CODEACT_TRY_STATUS(prepare(manager, id));
-  request.bridge = bridge_handler(sandbox_file_sink(manager, id));
-  return manager.execute(id, request);
+core::Result<sandbox::ExecuteResult> SandboxFunctions::execute(sandbox::SandboxBackend& backend,
+                                                               const std::string& id,
+                                                               sandbox::ExecuteRequest request) {
+  CODEACT_TRY_STATUS(prepare(backend, id));
+  request.bridge = bridge_handler(sandbox_file_sink(backend, id));
+  return backend.execute(id, request);
 }
 
-}  // namespace codeact::codeact
+}  // namespace codeact::functions

@@ -13,7 +13,7 @@
 #include "codeact/core/json.hpp"
 #include "codeact/core/result.hpp"
 
-namespace codeact::codeact {
+namespace codeact::functions {
 
 struct PythonFunctionSource {
   std::string source;
@@ -27,7 +27,7 @@ struct PythonFunctionSource {
 // the module name itself when no mapping is known.
 std::string distribution_for_import(std::string_view module);
 
-// What the kernel found in a source: used by CodeActToolset.
+// What the kernel found in a source: used by SandboxFunctions.
 struct PythonSourceAnalysis {
   std::string dedented;                  // the source, dedented
   std::vector<std::string> third_party;  // top-level modules outside the standard library
@@ -40,10 +40,10 @@ struct PythonSourceAnalysis {
   static PythonSourceAnalysis from_json(const core::Json& j);
 };
 
-// Python source (for SandboxManager::define) that analyses `source` into the kernel variable
+// Python source (for SandboxBackend::define) that analyses `source` into the kernel variable
 // `result_name` (read it back with the kernel's `get`).
 std::string analysis_program(const std::string& source, const std::string& result_name);
 // Python source that defines `analysis.dedented` and wraps its async functions.
 std::string definition_program(const PythonSourceAnalysis& analysis, const std::string& origin);
 
-}  // namespace codeact::codeact
+}  // namespace codeact::functions

@@ -4,7 +4,7 @@
 // arguments over the kernel's bridge to the host, which runs `call` and sends back the JSON
 // result (or raises ToolError in the sandbox with the Error's message).
 //
-//   auto add = codeact::codeact::host_function(
+//   auto add = codeact::functions::host_function(
 //       "add", {"a", "b"}, "Adds two integers.", [](int a, int b) { return a + b; });
 //   // sandbox code: add(2, b=3) -> 5 ; tools_as_func shows "def add(a: int, b: int) -> int"
 //
@@ -33,7 +33,7 @@
 #include "codeact/core/json.hpp"
 #include "codeact/core/result.hpp"
 
-namespace codeact::codeact {
+namespace codeact::functions {
 
 using core::Json;
 
@@ -254,4 +254,4 @@ HostFunction raw_host_function(
     std::string name, std::string signature, std::string doc,
     std::function<core::Result<Json>(const Json& args, const Json& kwargs)> call);
 
-}  // namespace codeact::codeact
+}  // namespace codeact::functions

@@ -1,11 +1,11 @@
 // Typed host functions: the Python signature they advertise and how they check arguments.
-#include "codeact/codeact/host_function.hpp"
+#include "codeact/functions/host_function.hpp"
 
 #include <gtest/gtest.h>
 
-#include "codeact/codeact/python_functions.hpp"
+#include "codeact/functions/python_functions.hpp"
 
-namespace codeact::codeact {
+namespace codeact::functions {
 namespace {
 
 TEST(HostFunction, SignatureFromCppTypes) {
@@ -67,4 +67,4 @@ TEST(PythonFunctions, ImportNamesMapToDistributions) {
 }
 
 }  // namespace
-}  // namespace codeact::codeact
+}  // namespace codeact::functions
