@@ -7,6 +7,8 @@ of the package, one idea each:
     cells.py           execute and define: running user code, its errors, figures, files
     namespace.py       the user namespace: vars, get, clear, bridge.register
     state_store.py     the snapshot: pickling, manifest, commit, restore
+    shared_objects.py  which names share objects (so they are pickled together)
+    array_chunks.py    big numpy arrays in the snapshot as content-addressed chunks
     output_capture.py  fds 1 and 2 routed to the running cell (head + tail caps, streaming)
     bridge.py          calls from sandboxed code to host functions
     watchdog.py        cell timeouts (SIGINT to the main thread)
@@ -25,7 +27,10 @@ Invocation (the package directory, or -m with its parent on sys.path)
     Environment: CODEACT_SOCKET (default /run/codeact/kernel.sock), CODEACT_SANDBOX_ID (required
     without --sandbox-id), CODEACT_STORAGE (default /persistent-storage; workspace =
     $CODEACT_STORAGE/$ID), CODEACT_DURABILITY = fsync (default) | rename,
-    CODEACT_PERSISTENCE = 1 (default) | 0 (no state written, nothing restored).
+    CODEACT_PERSISTENCE = 1 (default) | 0 (no state written, nothing restored),
+    CODEACT_STATE_CHUNK_BYTES = chunk size of big arrays in the snapshot (default 16777216;
+    0 = arrays pickled whole, the version 1 way), CODEACT_SLOW_SAVE_SECONDS = how long a save
+    takes before the reply gets a notice about it (default 1).
     Start: create workspace/{state,output,python}; point $CODEACT_STORAGE/.current at $ID (how
     /output reaches the volume; failure tolerated); put workspace/python (pip --target) on
     sys.path; chdir to workspace/output; restore state; bind the socket (mode 0666); print
@@ -58,7 +63,12 @@ Wire protocol (version 1)
                since the previous cell, figures included, not counting bash/files.write/install],
                not_persisted [{name, reason}] (every name currently not in the snapshot),
                duration_ms, execution_id, cell, truncated {stdout?, stderr?: omitted bytes},
-               replayed, timed_out; persist_error (only when writing the snapshot failed).
+               replayed, timed_out; persist_error (only when writing the snapshot failed);
+               snapshot_ms (time spent saving the state after the cell: pickling, chunk and
+               object files, the manifest; 0.0 when it was not saved); notice (only when that
+               save took CODEACT_SLOW_SAVE_SECONDS or more), naming the values that took the
+               time, slowest first: "saving the state took 9.1 s: arr (2.0 GiB ndarray)
+               rewritten" (or "...: 16.0 MiB of it written", "... checked, unchanged").
                A known execution_id returns the recorded reply with replayed: true, running
                nothing. Timeout: the main thread gets SIGINT (again every second until the cell
                ends); the cell reports TimeoutError "cell exceeded its timeout of Ns".
@@ -98,22 +108,40 @@ Wire protocol (version 1)
     Positional-or-keyword arguments travel as kwargs; arguments left at their default are omitted.
 
 Persistence (workspace/state)
-    manifest.json is the single commit point: {"version": 1, "cell", "entries": {name: {kind,
-    file: "objects/<name>.<cell>.pkl" | null, module, qualname?, type, sha256, size}},
-    "executions": {execution_id: "executions/<hash>.json"}, "not_persisted": {name: reason}}.
+    manifest.json is the single commit point: {"version": 2, "cell", "entries": {name: {kind,
+    file: "objects/<name>.<cell>.pkl" | "objects/<first name>+<n>.<cell>.pkl" | null, module,
+    qualname?, type, sha256, size, shared?: true, chunks?: [sha256]}}, "executions":
+    {execution_id: "executions/<hash>.json"}, "not_persisted": {name: reason}}.
     file is null for references: modules (module = real name, so `import numpy as np` restores
     np) and functions/classes importable as module + qualname (`from os.path import join`).
     Object files are cloudpickle (protocol 5); cell-defined functions and classes by value.
-    After every execute (failed and timed-out ones too), before the reply: new object files and
-    the execution record (tmp + rename each), then the manifest (tmp, fsync if durability=fsync,
-    rename, fsync of the directories). Only candidates are pickled: new names, rebound names,
+    Names whose values share objects (b = a; d = {'k': a}; an attribute, a list element, a
+    function default, a class attribute) are a group: one object file holding {name: value}
+    (their entries say shared: true and carry the file's sha256 and size), so the pickle's memo
+    keeps them one object after a restore. The sharing is found by a walk of what the values
+    hold (shared_objects.py), at most 100000 objects per commit (past that, only top-level
+    identity is kept); what each saved name reached is remembered (in memory, from its last
+    save or restore), so a new name sharing an object with an untouched name joins its group.
+    A group is rewritten whole when any member is a candidate, and splits when the sharing ends.
+    A numpy.ndarray (not a subclass, no object dtype) bigger than one chunk is stored as chunks
+    (array_chunks.py): files state/chunks/<sha256> of CODEACT_STATE_CHUNK_BYTES each, the pickle
+    keeping only a header (dtype, shape, order, chunk hashes); chunks lists the distinct chunk
+    files an entry uses and size counts them. A chunk on disk is never written again (a
+    one-element change writes one chunk); chunks no entry references are deleted after the
+    commit. Version 1 manifests (one file per name, no groups, no chunks) restore as they are;
+    a name is written in the new format when it is next saved. (A kernel older than version 2
+    finds a version 2 manifest unreadable and moves the state aside, see below.)
+    After every execute (failed and timed-out ones too), before the reply: new chunk and object
+    files and the execution record (tmp + rename each), then the manifest (tmp, fsync if
+    durability=fsync, rename, fsync of the directories). Only candidates are pickled: new names, rebound names,
     names the cell's code mentions, and names mentioned by user functions/classes the cell
     reaches (and names touched by persist=false cells or define since the last commit).
     Unchanged bytes (sha256) are not rewritten; untouched names are not even pickled. Functions
     keep resolving globals from the live namespace after a restore. Names starting with "_" are
-    not persisted. Each name is its own file, so aliasing between names (b = a) is not kept.
-    Restore order: references, data, functions, classes; each failure is a restore_error and
-    does not stop the others. A manifest that cannot be read is moved aside (*.unreadable-<t>).
+    not persisted.
+    Restore order: references, data, functions, classes (a group ranks as its last member);
+    each failure is a restore_error (for every name of a group whose file failed) and does not
+    stop the others. A manifest that cannot be read is moved aside (*.unreadable-<t>).
     A name whose restore failed keeps its entry (a later restart may succeed) until the name is
     bound again or state is cleared.
     Test hooks: CODEACT_TEST_CRASH_BEFORE_COMMIT=1 / CODEACT_TEST_CRASH_AFTER_COMMIT=1 exit with

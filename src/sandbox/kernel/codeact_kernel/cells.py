@@ -131,15 +131,21 @@ class Cells:
         candidates = self.names.closure_names(names | set(variables)) | self.names.pending_dirty
         reply["duration_ms"] = elapsed_ms(t0)
 
+        t_save = time.perf_counter() if self.persistence and persist else None
+        reply["snapshot_ms"] = 0.0
+
         def final_reply(not_persisted):
             reply["not_persisted"] = [{"name": n, "reason": r}
                                       for n, r in sorted(not_persisted.items())]
+            if t_save is not None:
+                self._note_save(reply, t_save)
             return (exec_id, reply) if exec_id else None
 
         if self.persistence and persist:
             try:
                 self.store.commit(self.names.ns, self.names.user_names(), seq, candidates,
                                   final_reply)
+                reply["snapshot_ms"] = elapsed_ms(t_save)  # the manifest's write included
                 self.names.pending_dirty.clear()
                 self._forget(exec_id)
             except Exception as e:
@@ -155,6 +161,14 @@ class Cells:
             if exec_id:
                 self._remember(exec_id, reply)
         return reply
+
+    def _note_save(self, reply, t_save):
+        """snapshot_ms (time spent saving the state so far), and when that was long a notice
+        saying what took it (appended to a notice already there)."""
+        reply["snapshot_ms"] = elapsed_ms(t_save)
+        text = self.store.slow_save_notice(reply["snapshot_ms"] / 1000.0)
+        if text:
+            reply["notice"] = "%s; %s" % (reply["notice"], text) if reply.get("notice") else text
 
     def _remember(self, exec_id, reply):
         """Keeps a reply in memory (persist=false, persistence off, failed commit): the last
