@@ -127,6 +127,21 @@ core::Result<Client> Client::connect(ClientOptions options, std::chrono::millise
 
 const ClientOptions& Client::options() const { return conn_->options(); }
 
+core::Status Client::wait_until_serving(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    // An unknown workflow is NotFound once the namespace exists.
+    auto d = describe_workflow("codeact-probe-no-such-workflow");
+    if (!d.ok() && d.error().code() == core::Code::kNotFound) return core::ok_status();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return core::unavailable("the Temporal server at " + options().address +
+                               " does not serve namespace \"" + options().ns + "\": " +
+                               (d.ok() ? std::string("unexpected answer") : d.error().message()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 core::Result<WorkflowRun> Client::start_workflow(const std::string& workflow_type, const Args& args,
                                                  const StartWorkflowOptions& options) {
   internal::wsv1::StartWorkflowExecutionRequest req;

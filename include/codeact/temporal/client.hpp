@@ -95,6 +95,11 @@ class Client {
 
   const ClientOptions& options() const;
 
+  // Waits until the namespace serves workflow calls: a server that just started (a dev server
+  // registers "default" shortly after it listens) answers NotFound for it a little while.
+  // Unavailable naming the address and namespace when it does not within `timeout`.
+  core::Status wait_until_serving(std::chrono::milliseconds timeout);
+
   core::Result<WorkflowRun> start_workflow(const std::string& workflow_type, const Args& args,
                                            const StartWorkflowOptions& options);
   // Signals a running workflow ("" run_id = the latest run).
