@@ -7,19 +7,22 @@ trivial cell. The server timestamps each request; the time between consecutive r
 step. Reports p50/p90 per step for both modes and the added time per step.
 
     bench/durable/run_bench.py --codeact build/src/cli/codeact [--steps 30] [--runs 3]
+
+The Temporal dev server is temporal::DevServer through temporal_dev_server (bench/dev_server.py),
+found in the same build tree as --codeact.
 """
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+from dev_server import dev_server  # noqa: E402
 from scripted_model import ScriptedModel, python_turn  # noqa: E402
 
 PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
@@ -28,23 +31,6 @@ PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
 def percentile(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
-def start_temporal(tmp):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([os.path.join(REPO, ".venv/bin/temporal"), "server", "start-dev", "--headless", "--ip",
-                             "127.0.0.1", "--port", str(port), "--db-filename", os.path.join(tmp, "t.db"),
-                             "--log-level", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(300):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    time.sleep(2)
-    return proc, f"127.0.0.1:{port}"
 
 
 def one_run(codeact, steps, durable, address):
@@ -71,18 +57,17 @@ def main():
     ap.add_argument("--codeact", default=os.path.join(REPO, "build/src/cli/codeact"))
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dev-server", default=None,
+                    help="temporal_dev_server (default: bench/temporal/ of the build tree of --codeact)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        server, address = start_temporal(tmp)
-        try:
-            direct, durable = [], []
-            for r in range(args.runs):  # interleaved, so load changes hit both modes alike
-                direct += one_run(args.codeact, args.steps, False, address)
-                durable += one_run(args.codeact, args.steps, True, address)
-                print(f"run {r + 1}/{args.runs} done", file=sys.stderr)
-        finally:
-            server.kill()
-            server.wait()
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(args.codeact))))
+    program = args.dev_server or os.path.join(build, "bench", "temporal", "temporal_dev_server")
+    with dev_server(program) as address:
+        direct, durable = [], []
+        for r in range(args.runs):  # interleaved, so load changes hit both modes alike
+            direct += one_run(args.codeact, args.steps, False, address)
+            durable += one_run(args.codeact, args.steps, True, address)
+            print(f"run {r + 1}/{args.runs} done", file=sys.stderr)
     d50, u50 = statistics.median(direct), statistics.median(durable)
     print(f"steps measured: {len(direct)} direct, {len(durable)} durable "
           f"(load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores)")

