@@ -6,6 +6,7 @@
 
 #include "codec.hpp"
 #include "ids.hpp"
+#include "markers.hpp"
 
 namespace codeact::temporal::internal {
 
@@ -25,39 +26,6 @@ class CurrentScope {
   WorkflowState* prev_;
 };
 
-constexpr const char* kSideEffectMarker = "SideEffect";
-// The marker the official SDKs (Core) record for patched()/deprecate_patch(), so histories
-// are interchangeable: details {"patch-data": {"id": ..., "deprecated": ...}}.
-constexpr const char* kPatchMarker = "core_patch";
-constexpr const char* kPatchDataKey = "patch-data";
-
-struct PatchMarker {
-  std::string id;
-  bool deprecated = false;
-};
-
-std::optional<PatchMarker> patch_marker(
-    const std::string& name,
-    const google::protobuf::Map<std::string, ::temporal::api::common::v1::Payloads>& details) {
-  if (name != kPatchMarker) return std::nullopt;
-  auto it = details.find(kPatchDataKey);
-  if (it == details.end()) return std::nullopt;
-  Args data = decode_payloads(it->second);
-  if (data.empty() || !data[0].is_object() || !data[0].contains("id") || !data[0]["id"].is_string())
-    return std::nullopt;
-  return PatchMarker{data[0]["id"].get<std::string>(), data[0].value("deprecated", false)};
-}
-std::optional<PatchMarker> patch_marker(const commandv1::Command& c) {
-  if (c.command_type() != enumsv1::COMMAND_TYPE_RECORD_MARKER) return std::nullopt;
-  const auto& a = c.record_marker_command_attributes();
-  return patch_marker(a.marker_name(), a.details());
-}
-std::optional<PatchMarker> patch_marker(const historyv1::HistoryEvent& e) {
-  if (!e.has_marker_recorded_event_attributes()) return std::nullopt;
-  const auto& a = e.marker_recorded_event_attributes();
-  return patch_marker(a.marker_name(), a.details());
-}
-
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : s) {
@@ -65,158 +33,6 @@ uint64_t fnv1a(const std::string& s) {
     h *= 1099511628211ULL;
   }
   return h;
-}
-
-std::string describe_command(const commandv1::Command& c) {
-  switch (c.command_type()) {
-    case enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK: {
-      const auto& a = c.schedule_activity_task_command_attributes();
-      return "ScheduleActivityTask(activity_type='" + a.activity_type().name() +
-             "', activity_id='" + a.activity_id() + "')";
-    }
-    case enumsv1::COMMAND_TYPE_START_TIMER:
-      return "StartTimer(timer_id='" + c.start_timer_command_attributes().timer_id() + "')";
-    case enumsv1::COMMAND_TYPE_RECORD_MARKER: {
-      auto patch = patch_marker(c);
-      return "RecordMarker(marker_name='" + c.record_marker_command_attributes().marker_name() +
-             "'" + (patch ? ", patch_id='" + patch->id + "'" : std::string()) + ")";
-    }
-    case enumsv1::COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION: {
-      const auto& a = c.start_child_workflow_execution_command_attributes();
-      return "StartChildWorkflowExecution(workflow_type='" + a.workflow_type().name() +
-             "', workflow_id='" + a.workflow_id() + "')";
-    }
-    case enumsv1::COMMAND_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION:
-      return "RequestCancelExternalWorkflowExecution(workflow_id='" +
-             c.request_cancel_external_workflow_execution_command_attributes().workflow_id() + "')";
-    case enumsv1::COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION:
-      return "CompleteWorkflowExecution";
-    case enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION:
-      return "FailWorkflowExecution";
-    case enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION:
-      return "CancelWorkflowExecution";
-    case enumsv1::COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION:
-      return "ContinueAsNewWorkflowExecution";
-    case enumsv1::COMMAND_TYPE_CANCEL_TIMER:
-      return "CancelTimer(timer_id='" + c.cancel_timer_command_attributes().timer_id() + "')";
-    case enumsv1::COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK:
-      return "RequestCancelActivityTask(scheduled_event_id=" +
-             std::to_string(
-                 c.request_cancel_activity_task_command_attributes().scheduled_event_id()) +
-             ")";
-    default:
-      return enumsv1::CommandType_Name(c.command_type());
-  }
-}
-
-std::string describe_event(const historyv1::HistoryEvent& e) {
-  std::string id = "event " + std::to_string(e.event_id()) + " ";
-  switch (e.event_type()) {
-    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
-      const auto& a = e.activity_task_scheduled_event_attributes();
-      return id + "ActivityTaskScheduled(activity_type='" + a.activity_type().name() +
-             "', activity_id='" + a.activity_id() + "')";
-    }
-    case enumsv1::EVENT_TYPE_TIMER_STARTED:
-      return id + "TimerStarted(timer_id='" + e.timer_started_event_attributes().timer_id() + "')";
-    case enumsv1::EVENT_TYPE_MARKER_RECORDED: {
-      auto patch = patch_marker(e);
-      return id + "MarkerRecorded(marker_name='" +
-             e.marker_recorded_event_attributes().marker_name() + "'" +
-             (patch ? ", patch_id='" + patch->id + "'" : std::string()) + ")";
-    }
-    case enumsv1::EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED: {
-      const auto& a = e.start_child_workflow_execution_initiated_event_attributes();
-      return id + "StartChildWorkflowExecutionInitiated(workflow_type='" +
-             a.workflow_type().name() + "', workflow_id='" + a.workflow_id() + "')";
-    }
-    default: {
-      // EVENT_TYPE_WORKFLOW_TASK_STARTED -> WorkflowTaskStarted
-      std::string name = enumsv1::EventType_Name(e.event_type());
-      const std::string prefix = "EVENT_TYPE_";
-      if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
-      std::string camel;
-      bool up = true;
-      for (char ch : name) {
-        if (ch == '_') {
-          up = true;
-          continue;
-        }
-        camel += up ? ch : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        up = false;
-      }
-      return id + camel;
-    }
-  }
-}
-
-// The command type an event records, or UNSPECIFIED when the event is not a command's.
-enumsv1::CommandType command_type_of(const historyv1::HistoryEvent& e) {
-  switch (e.event_type()) {
-    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-      return enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK;
-    case enumsv1::EVENT_TYPE_TIMER_STARTED:
-      return enumsv1::COMMAND_TYPE_START_TIMER;
-    case enumsv1::EVENT_TYPE_MARKER_RECORDED:
-      return enumsv1::COMMAND_TYPE_RECORD_MARKER;
-    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
-      return enumsv1::COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION;
-    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
-      return enumsv1::COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION;
-    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
-      return enumsv1::COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION;
-    case enumsv1::EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-      return enumsv1::COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION;
-    case enumsv1::EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED:
-      return enumsv1::COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK;
-    case enumsv1::EVENT_TYPE_TIMER_CANCELED:
-      return enumsv1::COMMAND_TYPE_CANCEL_TIMER;
-    case enumsv1::EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
-      return enumsv1::COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION;
-    case enumsv1::EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
-      return enumsv1::COMMAND_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION;
-    default:
-      return enumsv1::COMMAND_TYPE_UNSPECIFIED;
-  }
-}
-
-bool same_command(const commandv1::Command& c, const historyv1::HistoryEvent& e) {
-  if (c.command_type() != command_type_of(e)) return false;
-  switch (c.command_type()) {
-    case enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK: {
-      const auto& a = c.schedule_activity_task_command_attributes();
-      const auto& b = e.activity_task_scheduled_event_attributes();
-      return a.activity_id() == b.activity_id() &&
-             a.activity_type().name() == b.activity_type().name();
-    }
-    case enumsv1::COMMAND_TYPE_START_TIMER:
-      return c.start_timer_command_attributes().timer_id() ==
-             e.timer_started_event_attributes().timer_id();
-    case enumsv1::COMMAND_TYPE_RECORD_MARKER: {
-      if (c.record_marker_command_attributes().marker_name() !=
-          e.marker_recorded_event_attributes().marker_name())
-        return false;
-      auto a = patch_marker(c);
-      auto b = patch_marker(e);
-      return !a || !b || a->id == b->id;
-    }
-    case enumsv1::COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION: {
-      const auto& a = c.start_child_workflow_execution_command_attributes();
-      const auto& b = e.start_child_workflow_execution_initiated_event_attributes();
-      return a.workflow_id() == b.workflow_id() &&
-             a.workflow_type().name() == b.workflow_type().name();
-    }
-    case enumsv1::COMMAND_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION:
-      return c.request_cancel_external_workflow_execution_command_attributes().workflow_id() ==
-             e.request_cancel_external_workflow_execution_initiated_event_attributes()
-                 .workflow_execution()
-                 .workflow_id();
-    case enumsv1::COMMAND_TYPE_CANCEL_TIMER:
-      return c.cancel_timer_command_attributes().timer_id() ==
-             e.timer_canceled_event_attributes().timer_id();
-    default:
-      return true;
-  }
 }
 
 bool is_job_event(const historyv1::HistoryEvent& e) {
@@ -336,10 +152,10 @@ core::Status WorkflowState::replay(const Events& events, int64_t current_started
       }
       CODEACT_TRY_STATUS(activate(to_time_point(e.event_time())));
       // These commands come back as command events after this task's WorkflowTaskCompleted.
-      for (const auto& c : commands_) expected_.push_back(c);
+      matcher_.expect(commands_);
       if (current) return core::ok_status();
       commands_.clear();
-    } else if (command_type_of(e) != enumsv1::COMMAND_TYPE_UNSPECIFIED) {
+    } else if (HistoryMatcher::is_command_event(e)) {
       CODEACT_TRY_STATUS(match_command_event(e, task_index_));
     } else if (is_job_event(e)) {
       jobs_.push_back(e);
@@ -354,19 +170,9 @@ core::Status WorkflowState::replay(const Events& events, int64_t current_started
 }
 
 core::Status WorkflowState::match_command_event(const historyv1::HistoryEvent& e, int task_index) {
-  // Code that no longer calls deprecate_patch() still replays histories that recorded it.
-  if (auto patch = patch_marker(e); patch && patch->deprecated) {
-    if (expected_.empty() || !same_command(expected_.front(), e)) return core::ok_status();
-  }
-  if (expected_.empty())
-    return nondeterminism("history has " + describe_event(e) + " after workflow task " +
-                          std::to_string(task_index) +
-                          ", but the workflow code produced no command for it");
-  const commandv1::Command& c = expected_.front();
-  if (!same_command(c, e))
-    return nondeterminism("in workflow task " + std::to_string(task_index) +
-                          " the workflow code produced command " + describe_command(c) +
-                          ", but history has " + describe_event(e));
+  if (auto matched = matcher_.match(e, task_index); !matched.ok())
+    return nondeterminism(matched.error().message());
+  // What later events refer to by the recorded command's event id.
   if (e.event_type() == enumsv1::EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
     activity_id_by_scheduled_event_[e.event_id()] =
         e.activity_task_scheduled_event_attributes().activity_id();
@@ -383,16 +189,13 @@ core::Status WorkflowState::match_command_event(const historyv1::HistoryEvent& e
       }
     }
   }
-  expected_.pop_front();
   return core::ok_status();
 }
 
 core::Status WorkflowState::check_no_leftover(const historyv1::HistoryEvent* next, int task_index) {
-  if (expected_.empty()) return core::ok_status();
-  return nondeterminism(
-      "in workflow task " + std::to_string(task_index) + " the workflow code produced command " +
-      describe_command(expected_.front()) + " that history does not have (" +
-      (next ? "next is " + describe_event(*next) : std::string("history ends")) + ")");
+  if (auto all = matcher_.check_all_matched(next, task_index); !all.ok())
+    return nondeterminism(all.error().message());
+  return core::ok_status();
 }
 
 core::Status WorkflowState::activate(std::chrono::system_clock::time_point time) {

@@ -7,7 +7,8 @@
 // collects the commands they produced. For a workflow task already completed in history, those
 // commands must match, one by one and in order, the command events the server recorded after
 // it (ActivityTaskScheduled, TimerStarted, MarkerRecorded, WorkflowExecutionCompleted, ...):
-// any difference is nondeterminism. The commands of the task being processed are the output.
+// any difference is nondeterminism (HistoryMatcher, history_matcher.hpp, decides). The commands
+// of the task being processed are the output.
 // Not thread-safe: one thread drives a WorkflowState at a time.
 #pragma once
 
@@ -24,6 +25,7 @@
 
 #include "codeact/core/result.hpp"
 #include "codeact/temporal/workflow.hpp"
+#include "history_matcher.hpp"
 #include "temporal/api/command/v1/message.pb.h"
 #include "temporal/api/history/v1/message.pb.h"
 
@@ -93,9 +95,6 @@ class WorkflowState {
   WorkflowContext& context() { return ctx_; }
 
  private:
-  struct Expected {
-    commandv1::Command command;
-  };
   core::Status activate(std::chrono::system_clock::time_point time);
   core::Status apply_job(const historyv1::HistoryEvent& e);
   core::Status run_until_blocked();
@@ -119,7 +118,7 @@ class WorkflowState {
   std::vector<std::pair<std::function<bool()>, std::coroutine_handle<>>> conditions_;
 
   std::vector<commandv1::Command> commands_;   // produced by the current activation
-  std::deque<commandv1::Command> expected_;    // produced, not yet matched with history
+  HistoryMatcher matcher_;                     // commands produced, matched with history
   std::vector<historyv1::HistoryEvent> jobs_;  // events for the next activation
   int task_index_ = 0;
   int64_t last_event_id_ = 0;
