@@ -128,6 +128,30 @@ def test_equal_chunks_are_stored_once_and_unreferenced_chunks_are_removed(chunke
     assert chunk_files(k) == {}
 
 
+def test_fsync_durability_saves_and_restores_chunks(kernel_factory):
+    k = kernel_factory(env={"CODEACT_STATE_CHUNK_BYTES": str(CHUNK),
+                            "CODEACT_DURABILITY": "fsync"})
+    c = k.client()
+    ok(c, "import numpy as np\nsynced = np.arange(3 * %d // 8, dtype=np.float64)" % CHUNK)
+    before = chunk_files(k)
+    ok(c, "synced[-1] = 0.5")
+    assert len(set(chunk_files(k)) - set(before)) == 1
+    k.restart()
+    c = k.client()
+    assert ok(c, "float(synced[-1]), float(synced[-2])")["result"] == \
+        "(0.5, %r)" % float(3 * CHUNK // 8 - 2)
+
+
+def test_clear_removes_the_chunks_with_the_state(chunked):
+    k, c = chunked
+    ok(c, "import numpy as np\ngone = np.arange(3 * %d // 8, dtype=np.float64)" % CHUNK)
+    assert len(chunk_files(k)) == 3
+    assert c.ok("clear")["cleared"] == ["gone", "np"]
+    assert chunk_files(k) == {}
+    k.restart()
+    assert k.client().ok("hello")["restored"] == []
+
+
 def test_an_array_shared_by_two_names_is_one_array_after_a_restore(chunked):
     k, c = chunked
     ok(c, "import numpy as np\nbase = np.arange(4 * %d // 8, dtype=np.float64)\n"

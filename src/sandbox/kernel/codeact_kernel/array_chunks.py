@@ -4,10 +4,11 @@ A plain ndarray (not a subclass) of a non-object dtype bigger than one chunk is 
 the pickle of the names holding it: the pickle keeps a small header in its place (dtype, shape,
 memory order, chunk size, the chunks' sha256), saved as a call to
 _codeact_kernel_rt.chunked_array, and the array's bytes go to state/chunks/<sha256>, one file per
-chunk (tmp + rename, fsynced when durability is fsync). A chunk already on disk is never written
-again, so a one-element change writes one chunk, and equal chunks (zeros) are stored once. Every
-chunk is still hashed at each save of its array: the pickle's own sha256 then covers the
-array's content, and an unchanged array writes nothing.
+chunk (tmp + rename; with durability fsync, all of a commit's chunks are fsynced before its
+manifest is written). A chunk already on disk is never written again, so a one-element change
+writes one chunk, and equal chunks (zeros) are stored once. Every chunk is still hashed at each
+save of its array: the pickle's own sha256 then covers the array's content, and an unchanged
+array writes nothing.
 
 Chunk size: CODEACT_STATE_CHUNK_BYTES (default 16 MiB; 0 turns chunking off, so arrays are
 pickled whole as before). Which chunks the manifest references is the entries' "chunks" lists;
@@ -98,8 +99,9 @@ class ArrayChunks:
         self.chunk_bytes = chunk_bytes
         self.fsync = fsync
         self.on_disk = set()  # chunk names known to be complete files in self.dir
-        self.written = set()  # chunk names written since begin()
-        self._seen = {}  # id(array) -> (array, header, bytes written): one hashing per commit
+        self.written = set()  # chunk names written and not yet referenced by a manifest
+        self._unsynced = []  # paths written since begin(), fsynced by end()
+        self._seen = {}  # id(array) -> (array, header, bytes written): hashed once per commit
 
     def accepts(self, arr):
         """Whether arr (an exact numpy.ndarray) is stored as chunks."""
@@ -107,15 +109,30 @@ class ArrayChunks:
                 and not arr.dtype.hasobject)
 
     def begin(self):
-        self.written = set()
+        self._seen = {}
+        self._unsynced = []
+
+    def release(self):
+        """After the commit (also a failed one): drops the references to the arrays seen."""
         self._seen = {}
 
-    def end(self):
-        """After the commit: fsyncs the directory when chunks were written (before the manifest
-        that references them); forgets the arrays seen."""
-        self._seen = {}
-        if self.fsync and self.written:
-            fsync_dir(self.dir)
+    def sync(self):
+        """Before the manifest that references them: makes the chunks written since begin()
+        durable (durability fsync). They are written without fsync and synced together here, so
+        the disk writes back earlier chunks while later ones are hashed."""
+        paths, self._unsynced = self._unsynced, []
+        if not self.fsync or not paths:
+            return
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as e:
+                raise SnapshotWriteError.of(e, path)
+        fsync_dir(self.dir)
 
     def reduce(self, arr, use):
         """The pickle reduce value standing for arr; writes the chunks that are not on disk yet.
@@ -148,10 +165,12 @@ class ArrayChunks:
             if h not in self.on_disk:
                 if not self.written and not os.path.isdir(self.dir):
                     os.makedirs(self.dir, exist_ok=True)
+                path = os.path.join(self.dir, h)
                 try:
-                    write_atomic(os.path.join(self.dir, h), piece, self.fsync)
+                    write_atomic(path, piece, False)
                 except OSError as e:
                     raise SnapshotWriteError.of(e, "state/chunks/" + h)
+                self._unsynced.append(path)
                 self.on_disk.add(h)
                 self.written.add(h)
                 written += piece.nbytes

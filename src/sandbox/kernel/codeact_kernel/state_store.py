@@ -532,8 +532,9 @@ class StateStore:
         try:
             for group in c.groups(changed):
                 c.save(group)
+            st.chunks.sync()
         finally:
-            st.chunks.end()
+            st.chunks.release()
         entries, not_persisted = c.entries, c.not_persisted
         executions = st.executions
         wrote_record = False
