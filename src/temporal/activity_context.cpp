@@ -1,3 +1,5 @@
+#include <mutex>
+
 #include "codeact/core/log.hpp"
 #include "codeact/temporal/activity.hpp"
 #include "codec.hpp"
@@ -5,11 +7,26 @@
 
 namespace codeact::temporal {
 
+struct ActivityContext::Heartbeats {
+  std::shared_ptr<internal::ServiceConnection> conn;
+  std::mutex mu;
+  std::chrono::steady_clock::time_point last_sent{};  // GUARDED_BY(mu)
+  std::optional<Args> last_details;                   // GUARDED_BY(mu)
+
+  // Records the heartbeat with the server; true when the server asks to cancel the activity
+  // (or no longer knows this attempt).
+  bool send(const ActivityInfo& info, const Args& details);
+};
+
 ActivityContext::ActivityContext(ActivityInfo info, Args heartbeat_details,
                                  std::shared_ptr<internal::ServiceConnection> conn)
     : info_(std::move(info)),
       heartbeat_details_(std::move(heartbeat_details)),
-      conn_(std::move(conn)) {}
+      heartbeats_(std::make_unique<Heartbeats>()) {
+  heartbeats_->conn = std::move(conn);
+}
+
+ActivityContext::~ActivityContext() = default;
 
 void ActivityContext::heartbeat(Args details) {
   std::chrono::milliseconds interval(30000);
@@ -18,38 +35,37 @@ void ActivityContext::heartbeat(Args details) {
         std::min(interval, std::chrono::milliseconds(info_.heartbeat_timeout.count() * 4 / 5));
   bool send = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(heartbeats_->mu);
     auto now = std::chrono::steady_clock::now();
-    last_details_ = details;
-    if (now - last_sent_ >= interval) {
-      last_sent_ = now;
+    heartbeats_->last_details = details;
+    if (now - heartbeats_->last_sent >= interval) {
+      heartbeats_->last_sent = now;
       send = true;
     }
   }
-  if (send) send_heartbeat(details);
+  if (send && heartbeats_->send(info_, details)) cancelled_.store(true);
 }
 
 std::optional<Args> ActivityContext::last_details() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return last_details_;
+  std::lock_guard<std::mutex> lock(heartbeats_->mu);
+  return heartbeats_->last_details;
 }
 
-void ActivityContext::send_heartbeat(const Args& details) {
-  if (!conn_) return;
+bool ActivityContext::Heartbeats::send(const ActivityInfo& info, const Args& details) {
+  if (!conn) return false;
   internal::wsv1::RecordActivityTaskHeartbeatRequest req;
-  req.set_namespace_(conn_->ns());
-  req.set_task_token(info_.task_token);
-  req.set_identity(conn_->identity());
+  req.set_namespace_(conn->ns());
+  req.set_task_token(info.task_token);
+  req.set_identity(conn->identity());
   if (!details.empty()) internal::encode_payloads(details, req.mutable_details());
-  auto r = conn_->call(&internal::wsv1::WorkflowService::Stub::RecordActivityTaskHeartbeat, req,
-                       "heartbeat of activity " + info_.activity_type + " id " + info_.activity_id);
+  auto r = conn->call(&internal::wsv1::WorkflowService::Stub::RecordActivityTaskHeartbeat, req,
+                      "heartbeat of activity " + info.activity_type + " id " + info.activity_id);
   if (!r.ok()) {
-    // NotFound: the server no longer knows this attempt (timed out, cancelled, completed).
-    if (r.error().code() == core::Code::kNotFound) cancelled_.store(true);
     core::log().debug("{}", r.error().to_string());
-    return;
+    // NotFound: the server no longer knows this attempt (timed out, cancelled, completed).
+    return r.error().code() == core::Code::kNotFound;
   }
-  if (r->cancel_requested()) cancelled_.store(true);
+  return r->cancel_requested();
 }
 
 }  // namespace codeact::temporal

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -45,8 +44,13 @@ struct ActivityInfo {
 // Thread-safe: heartbeat() and cancelled() may be called from any thread of the activity.
 class ActivityContext {
  public:
+  // Made by the Worker for each attempt; `conn` (null in tests: heartbeats go nowhere) is where
+  // heartbeats are sent.
   ActivityContext(ActivityInfo info, Args heartbeat_details,
                   std::shared_ptr<internal::ServiceConnection> conn);
+  ~ActivityContext();
+  ActivityContext(const ActivityContext&) = delete;
+  ActivityContext& operator=(const ActivityContext&) = delete;
 
   const ActivityInfo& info() const { return info_; }
   // Details recorded by the last heartbeat of a previous attempt (empty on the first).
@@ -62,15 +66,12 @@ class ActivityContext {
   std::optional<Args> last_details() const;
 
  private:
-  void send_heartbeat(const Args& details);
+  struct Heartbeats;  // throttling state and the connection they go to
 
   ActivityInfo info_;
   Args heartbeat_details_;
-  std::shared_ptr<internal::ServiceConnection> conn_;
   std::atomic<bool> cancelled_{false};
-  mutable std::mutex mu_;  // guards last_sent_ and last_details_
-  std::chrono::steady_clock::time_point last_sent_{};
-  std::optional<Args> last_details_;
+  std::unique_ptr<Heartbeats> heartbeats_;
 };
 
 using ActivityFunction = std::function<core::Result<Json>(ActivityContext&, const Args&)>;

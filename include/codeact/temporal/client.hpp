@@ -20,6 +20,7 @@ namespace codeact::temporal {
 namespace internal {
 class ServiceConnection;
 }
+class Worker;
 
 struct ClientOptions {
   std::string address = "127.0.0.1:7233";  // host:port
@@ -128,11 +129,10 @@ class Client {
   core::Result<History> fetch_history(const std::string& workflow_id,
                                       const std::string& run_id = "");
 
-  // For Worker: the shared connection.
-  std::shared_ptr<internal::ServiceConnection> connection() const { return conn_; }
-
  private:
+  friend class Worker;  // polls over the same connection
   explicit Client(std::shared_ptr<internal::ServiceConnection> conn) : conn_(std::move(conn)) {}
+  std::shared_ptr<internal::ServiceConnection> connection() const { return conn_; }
   std::shared_ptr<internal::ServiceConnection> conn_;
 };
 

@@ -66,9 +66,8 @@ class Worker {
   // Graceful stop: no new polls; in-flight tasks get until `deadline` to finish.
   void shutdown(std::chrono::milliseconds deadline = std::chrono::seconds(10));
 
-  struct Impl;
-
  private:
+  struct Impl;
   std::shared_ptr<Impl> impl_;  // shared with activity threads
 };
 
