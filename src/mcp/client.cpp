@@ -3,6 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -48,41 +53,75 @@ std::string McpCallResult::text() const {
   return out;
 }
 
-struct McpClient::Pending {
-  bool done = false;
-  std::optional<Json> result;
-  std::optional<core::Error> error;
+// The client's state, behind the header so that its mutexes and helpers stay private. Transport
+// callbacks hold it by pointer: it lives as long as the McpClient, whose destructor closes the
+// transport (and so stops its callbacks) first.
+struct McpClient::Impl {
+  struct Pending {
+    bool done = false;
+    std::optional<Json> result;
+    std::optional<core::Error> error;
+  };
+
+  struct Connection {
+    std::unique_ptr<McpTransport> transport;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<std::string, std::shared_ptr<Pending>> pending;  // GUARDED_BY(mu); key = id.dump()
+    bool broken = false;                                      // GUARDED_BY(mu): restart on next use
+    std::optional<core::Error> closed;                        // GUARDED_BY(mu)
+    McpServerInfo info;
+  };
+
+  explicit Impl(McpServerConfig config) : config_(std::move(config)) {}
+
+  core::Result<std::shared_ptr<Connection>> ensure_connected();
+  core::Result<Json> request_on(const std::shared_ptr<Connection>& conn, const std::string& method,
+                                Json params, std::chrono::milliseconds timeout,
+                                const core::CancelToken* cancel);
+  core::Result<std::vector<McpTool>> list_tools();
+  void handle_message(const std::shared_ptr<Connection>& conn, Json message);
+  void fail_all(const std::shared_ptr<Connection>& conn, const core::Error& error, bool closed);
+  void drop(const std::shared_ptr<Connection>& conn);
+  void close();
+  std::string who() const;
+
+  const McpServerConfig config_;
+  mutable std::mutex mu_;
+  std::shared_ptr<Connection> conn_;           // GUARDED_BY(mu_); null = not connected
+  std::mutex connect_mu_;                      // serializes connection attempts
+  std::optional<std::vector<McpTool>> tools_;  // GUARDED_BY(mu_)
+  int64_t tools_cached_generation_ = -1;       // GUARDED_BY(mu_)
+  std::atomic<int64_t> tools_generation_{0};
+  std::atomic<int64_t> next_id_{1};
+  std::function<void()> on_tools_changed_;  // GUARDED_BY(mu_)
 };
 
-struct McpClient::Connection {
-  std::unique_ptr<McpTransport> transport;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<std::string, std::shared_ptr<Pending>> pending;  // GUARDED_BY(mu); key = id.dump()
-  bool broken = false;                                      // GUARDED_BY(mu): restart on next use
-  std::optional<core::Error> closed;                        // GUARDED_BY(mu)
-  McpServerInfo info;
-};
+McpClient::McpClient(McpServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 
-McpClient::McpClient(McpServerConfig config) : config_(std::move(config)) {}
+McpClient::~McpClient() { impl_->close(); }
 
-McpClient::~McpClient() { close(); }
+const McpServerConfig& McpClient::config() const { return impl_->config_; }
 
-std::string McpClient::who() const {
+int64_t McpClient::tools_generation() const { return impl_->tools_generation_.load(); }
+
+std::string McpClient::Impl::who() const {
   return fmt::format("MCP server '{}' ({})", config_.name, config_.describe());
 }
 
 void McpClient::set_on_tools_changed(std::function<void()> callback) {
-  std::lock_guard lock(mu_);
-  on_tools_changed_ = std::move(callback);
+  std::lock_guard lock(impl_->mu_);
+  impl_->on_tools_changed_ = std::move(callback);
 }
 
 McpServerInfo McpClient::server_info() const {
-  std::lock_guard lock(mu_);
-  return conn_ ? conn_->info : McpServerInfo{};
+  std::lock_guard lock(impl_->mu_);
+  return impl_->conn_ ? impl_->conn_->info : McpServerInfo{};
 }
 
-void McpClient::close() {
+void McpClient::close() { impl_->close(); }
+
+void McpClient::Impl::close() {
   std::shared_ptr<Connection> c;
   {
     std::lock_guard lock(mu_);
@@ -95,8 +134,8 @@ void McpClient::close() {
   }
 }
 
-void McpClient::fail_all(const std::shared_ptr<Connection>& conn, const core::Error& error,
-                         bool closed) {
+void McpClient::Impl::fail_all(const std::shared_ptr<Connection>& conn, const core::Error& error,
+                               bool closed) {
   std::lock_guard lock(conn->mu);
   conn->broken = true;
   if (closed && !conn->closed) conn->closed = error;
@@ -109,14 +148,14 @@ void McpClient::fail_all(const std::shared_ptr<Connection>& conn, const core::Er
   conn->cv.notify_all();
 }
 
-void McpClient::drop(const std::shared_ptr<Connection>& conn) {
+void McpClient::Impl::drop(const std::shared_ptr<Connection>& conn) {
   {
     std::lock_guard lock(conn->mu);
     conn->broken = true;
   }
 }
 
-void McpClient::handle_message(const std::shared_ptr<Connection>& conn, Json msg) {
+void McpClient::Impl::handle_message(const std::shared_ptr<Connection>& conn, Json msg) {
   if (msg.is_array()) {
     for (auto& m : msg) handle_message(conn, std::move(m));
     return;
@@ -179,7 +218,7 @@ void McpClient::handle_message(const std::shared_ptr<Connection>& conn, Json msg
   }
 }
 
-core::Result<std::shared_ptr<McpClient::Connection>> McpClient::ensure_connected() {
+core::Result<std::shared_ptr<McpClient::Impl::Connection>> McpClient::Impl::ensure_connected() {
   std::lock_guard connect_lock(connect_mu_);
   std::shared_ptr<Connection> old;
   {
@@ -254,10 +293,10 @@ core::Result<std::shared_ptr<McpClient::Connection>> McpClient::ensure_connected
   return conn;
 }
 
-core::Result<Json> McpClient::request_on(const std::shared_ptr<Connection>& conn,
-                                         const std::string& method, Json params,
-                                         std::chrono::milliseconds timeout,
-                                         const core::CancelToken* cancel) {
+core::Result<Json> McpClient::Impl::request_on(const std::shared_ptr<Connection>& conn,
+                                               const std::string& method, Json params,
+                                               std::chrono::milliseconds timeout,
+                                               const core::CancelToken* cancel) {
   if (timeout.count() <= 0) timeout = config_.timeout;
   Json id = next_id_.fetch_add(1);
   auto pending = std::make_shared<Pending>();
@@ -318,7 +357,7 @@ core::Result<Json> McpClient::request_on(const std::shared_ptr<Connection>& conn
 }
 
 core::Status McpClient::connect() {
-  CODEACT_TRY(auto conn, ensure_connected());
+  CODEACT_TRY(auto conn, impl_->ensure_connected());
   (void)conn;
   return core::ok_status();
 }
@@ -326,11 +365,13 @@ core::Status McpClient::connect() {
 core::Result<Json> McpClient::request(const std::string& method, Json params,
                                       std::chrono::milliseconds timeout,
                                       const core::CancelToken* cancel) {
-  CODEACT_TRY(auto conn, ensure_connected());
-  return request_on(conn, method, std::move(params), timeout, cancel);
+  CODEACT_TRY(auto conn, impl_->ensure_connected());
+  return impl_->request_on(conn, method, std::move(params), timeout, cancel);
 }
 
-core::Result<std::vector<McpTool>> McpClient::list_tools() {
+core::Result<std::vector<McpTool>> McpClient::list_tools() { return impl_->list_tools(); }
+
+core::Result<std::vector<McpTool>> McpClient::Impl::list_tools() {
   CODEACT_TRY(auto conn, ensure_connected());
   int64_t generation = tools_generation_.load();
   {

@@ -3,22 +3,33 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <mutex>
+
 #include "codeact/core/strings.hpp"
 
 namespace codeact::mcp {
 
-McpServerSet::McpServerSet(std::vector<McpServerEntry> servers) {
-  for (auto& e : servers) {
-    if (!configs_.count(e.name)) order_.push_back(e.name);
-    configs_.insert_or_assign(e.name, std::move(e.config));
+struct McpServerSet::Impl {
+  void add(const std::string& name, core::Result<McpServerConfig> config) {
+    if (!configs.count(name)) order.push_back(name);
+    configs.insert_or_assign(name, std::move(config));
   }
+
+  std::vector<std::string> order;  // set by the constructor, then read-only
+  mutable std::mutex mu;
+  std::map<std::string, core::Result<McpServerConfig>> configs;  // GUARDED_BY(mu)
+  std::map<std::string, std::shared_ptr<McpClient>> clients;     // GUARDED_BY(mu)
+};
+
+McpServerSet::McpServerSet(std::vector<McpServerEntry> servers) : impl_(std::make_unique<Impl>()) {
+  for (auto& e : servers) impl_->add(e.name, std::move(e.config));
 }
 
-McpServerSet::McpServerSet(std::vector<McpServerConfig> servers) {
+McpServerSet::McpServerSet(std::vector<McpServerConfig> servers) : impl_(std::make_unique<Impl>()) {
   for (auto& c : servers) {
     std::string name = c.name;
-    if (!configs_.count(name)) order_.push_back(name);
-    configs_.insert_or_assign(name, core::Result<McpServerConfig>(std::move(c)));
+    impl_->add(name, std::move(c));
   }
 }
 
@@ -30,25 +41,23 @@ core::Result<std::shared_ptr<McpServerSet>> McpServerSet::from_config_file(
   return std::make_shared<McpServerSet>(std::move(entries));
 }
 
-std::vector<std::string> McpServerSet::names() const {
-  std::lock_guard lock(mu_);
-  return order_;
-}
+std::vector<std::string> McpServerSet::names() const { return impl_->order; }
 
 bool McpServerSet::contains(const std::string& server) const {
-  std::lock_guard lock(mu_);
-  return configs_.count(server) > 0;
+  std::lock_guard lock(impl_->mu);
+  return impl_->configs.count(server) > 0;
 }
 
 core::Result<std::shared_ptr<McpClient>> McpServerSet::client(const std::string& server) {
-  std::lock_guard lock(mu_);
-  auto it = configs_.find(server);
-  if (it == configs_.end()) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->configs.find(server);
+  if (it == impl_->configs.end()) {
+    const auto& known = impl_->order;
     return core::not_found(fmt::format("no MCP server named '{}' in mcp_servers (configured: {})",
-                                       server, order_.empty() ? "none" : core::join(order_, ", ")));
+                                       server, known.empty() ? "none" : core::join(known, ", ")));
   }
   if (!it->second.ok()) return it->second.error();
-  auto& c = clients_[server];
+  auto& c = impl_->clients[server];
   if (!c) c = std::make_shared<McpClient>(*it->second);
   return c;
 }
@@ -97,8 +106,8 @@ core::Result<McpCallResult> McpServerSet::call(const std::string& server, const 
 void McpServerSet::close() {
   std::map<std::string, std::shared_ptr<McpClient>> clients;
   {
-    std::lock_guard lock(mu_);
-    clients.swap(clients_);
+    std::lock_guard lock(impl_->mu);
+    clients.swap(impl_->clients);
   }
   for (auto& [n, c] : clients) c->close();
 }

@@ -11,14 +11,9 @@
 // Thread-safe: calls from several threads run concurrently over one connection.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,35 +80,17 @@ class McpClient {
   // Stops the server / ends the session. A later call connects again.
   void close();
 
-  const McpServerConfig& config() const { return config_; }
+  const McpServerConfig& config() const;
   // Valid after connect().
   McpServerInfo server_info() const;
   // Counts notifications/tools/list_changed received (for callers that cache signatures).
-  int64_t tools_generation() const { return tools_generation_.load(); }
+  int64_t tools_generation() const;
   // Called (from a transport thread) when the server says its tool list changed.
   void set_on_tools_changed(std::function<void()> callback);
 
  private:
-  struct Pending;
-  struct Connection;
-  core::Result<std::shared_ptr<Connection>> ensure_connected();
-  core::Result<Json> request_on(const std::shared_ptr<Connection>& conn, const std::string& method,
-                                Json params, std::chrono::milliseconds timeout,
-                                const core::CancelToken* cancel);
-  void handle_message(const std::shared_ptr<Connection>& conn, Json message);
-  void fail_all(const std::shared_ptr<Connection>& conn, const core::Error& error, bool closed);
-  void drop(const std::shared_ptr<Connection>& conn);
-  std::string who() const;
-
-  McpServerConfig config_;
-  mutable std::mutex mu_;
-  std::shared_ptr<Connection> conn_;           // GUARDED_BY(mu_); null = not connected
-  std::mutex connect_mu_;                      // serializes connection attempts
-  std::optional<std::vector<McpTool>> tools_;  // GUARDED_BY(mu_)
-  int64_t tools_cached_generation_ = -1;       // GUARDED_BY(mu_)
-  std::atomic<int64_t> tools_generation_{0};
-  std::atomic<int64_t> next_id_{1};
-  std::function<void()> on_tools_changed_;  // GUARDED_BY(mu_)
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace codeact::mcp

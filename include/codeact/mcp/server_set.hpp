@@ -7,10 +7,10 @@
 // both servers and the tool. Thread-safe.
 #pragma once
 
-#include <map>
+#include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codeact/core/result.hpp"
@@ -50,10 +50,8 @@ class McpServerSet {
   void close();
 
  private:
-  mutable std::mutex mu_;
-  std::vector<std::string> order_;
-  std::map<std::string, core::Result<McpServerConfig>> configs_;  // GUARDED_BY(mu_)
-  std::map<std::string, std::shared_ptr<McpClient>> clients_;     // GUARDED_BY(mu_)
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Binds tools of several servers to callable names: InvalidArgument naming both servers when two
