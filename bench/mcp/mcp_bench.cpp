@@ -17,10 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "codeact/codeact/toolset.hpp"
 #include "../bench_stats.hpp"
 #include "codeact/core/json.hpp"
+#include "codeact/functions/sandbox_functions.hpp"
 #include "codeact/sandbox/image_builder.hpp"
+#include "codeact/sandbox/sandbox_manager.hpp"
 
 using namespace codeact;
 using bench::Stats;
@@ -62,11 +63,11 @@ int main(int argc, char** argv) {
   fixture.command = std::string(CODEACT_SOURCE_DIR) + "/.venv/bin/python";
   fixture.args = {std::string(CODEACT_SOURCE_DIR) + "/tests/fixtures/mcp/sdk_server.py"};
   auto servers = std::make_shared<mcp::McpServerSet>(std::vector<mcp::McpServerConfig>{fixture});
-  ::codeact::codeact::CodeActToolsetOptions o;
+  functions::SandboxFunctionsOptions o;
   o.mcp = servers;
   o.host_functions.push_back(
-      ::codeact::codeact::host_function("noop", {}, "Does nothing.", std::function<void()>([] {})));
-  ::codeact::codeact::CodeActToolset tools(o);
+      functions::host_function("noop", {}, "Does nothing.", std::function<void()>([] {})));
+  functions::SandboxFunctions tools(o);
   if (auto p = tools.prepare(manager, id); !p.ok()) die(p.error().to_string());
 
   auto cell = [&](const std::string& code) {
