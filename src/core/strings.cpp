@@ -21,6 +21,23 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
+std::string indent(std::string_view text, std::string_view pad) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    std::string_view line = text.substr(start, nl == std::string_view::npos ? nl : nl - start);
+    if (!line.empty()) {
+      out += pad;
+      out += line;
+    }
+    out += '\n';
+    if (nl == std::string_view::npos) break;
+    start = nl + 1;
+  }
+  return out;
+}
+
 bool is_valid_utf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {

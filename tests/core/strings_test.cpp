@@ -21,6 +21,14 @@ TEST(Strings, JoinPutsTheSeparatorBetweenItems) {
   EXPECT_EQ(join({"numpy", "pandas"}, " "), "numpy pandas");
 }
 
+TEST(Strings, IndentPrefixesEveryNonEmptyLineAndEndsEachWithANewline) {
+  EXPECT_EQ(indent("a\n\nb", "  "), "  a\n\n  b\n");
+  EXPECT_EQ(indent("def f():\n    ...\n", "    "), "    def f():\n        ...\n")
+      << "a final newline does not add an empty line";
+  EXPECT_EQ(indent("one", "> "), "> one\n");
+  EXPECT_EQ(indent("", "  "), "");
+}
+
 TEST(Strings, Utf8ValidityAcceptsWhatJsonCanCarry) {
   EXPECT_TRUE(is_valid_utf8("plain ascii"));
   EXPECT_TRUE(is_valid_utf8(std::string("nul \0 inside", 12)));

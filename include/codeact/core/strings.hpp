@@ -1,4 +1,5 @@
-// String helpers every layer needs, written once: trimming, joining, UTF-8 validation.
+// String helpers every layer needs, written once: trimming, joining, indenting, UTF-8
+// validation.
 // Pure functions on bytes (no locale); thread-safe.
 #pragma once
 
@@ -12,6 +13,9 @@ namespace codeact::core {
 std::string trim(std::string_view s);
 // The items with `separator` between them: join({"a", "b"}, ", ") == "a, b"; "" for none.
 std::string join(const std::vector<std::string>& items, std::string_view separator);
+// Every line of `text` prefixed with `pad` (empty lines stay empty), each ending in "\n"; a final
+// "\n" ends the last line, it does not start another: indent("a\n\nb", "  ") == "  a\n\n  b\n".
+std::string indent(std::string_view text, std::string_view pad);
 // True when `data` is valid UTF-8 (so it can travel as a JSON string): no overlong forms, no
 // surrogates, nothing above U+10FFFF, no truncated sequence.
 bool is_valid_utf8(std::string_view data);
