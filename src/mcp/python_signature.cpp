@@ -300,19 +300,6 @@ struct Converter {
   }
 };
 
-std::string indent_doc(const std::string& text, const std::string& pad) {
-  std::string out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t nl = text.find('\n', start);
-    std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-    out += (line.empty() ? "" : pad + line) + "\n";
-    if (nl == std::string::npos) break;
-    start = nl + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string python_identifier(std::string_view name) {
@@ -464,7 +451,7 @@ core::Result<PythonSignature> python_signature(const std::string& name,
       std::string d = p.desc.empty() ? "" : p.desc;
       auto nl = d.find('\n');
       doc += "    " + p.py + ":" + (d.empty() ? "" : " " + d.substr(0, nl)) + "\n";
-      if (nl != std::string::npos) doc += indent_doc(d.substr(nl + 1), "        ");
+      if (nl != std::string::npos) doc += core::indent(d.substr(nl + 1), "        ");
     }
     while (!doc.empty() && doc.back() == '\n') doc.pop_back();
   }
@@ -488,7 +475,7 @@ std::string PythonSignature::text() const {
       escaped.replace(pos, 3, "\\\"\"\"");
     }
     if (escaped.back() == '"') escaped.insert(escaped.size() - 1, "\\");
-    out += "    \"\"\"" + indent_doc(escaped, "    ").substr(4);
+    out += "    \"\"\"" + core::indent(escaped, "    ").substr(4);
     if (escaped.find('\n') != std::string::npos)
       out += "    ";
     else
