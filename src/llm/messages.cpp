@@ -1,11 +1,13 @@
 #include "codeact/llm/messages.hpp"
 
+#include "codeact/core/overloaded.hpp"
 #include "codeact/core/time.hpp"
 #include "json_read_internal.hpp"
 
 namespace codeact::llm {
 
 using core::Error;
+using core::Overloaded;
 using core::Result;
 using core::Status;
 using internal::read_int;
@@ -93,17 +95,6 @@ std::vector<ToolCallPart> ModelResponse::tool_calls() const {
 
 // ---------------------------------------------------------------------------------------------
 // to_json
-
-namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
-
-}  // namespace
 
 Json to_json(const ModelRequestPart& part) {
   return std::visit(

@@ -1,9 +1,11 @@
 #include "codeact/llm/model.hpp"
 
+#include "codeact/core/overloaded.hpp"
 #include "json_read_internal.hpp"
 
 namespace codeact::llm {
 
+using core::Overloaded;
 using core::Result;
 using internal::read_bool;
 using internal::read_opt_bool;
@@ -11,15 +13,6 @@ using internal::read_opt_double;
 using internal::read_opt_int;
 using internal::read_string;
 using internal::require_object;
-
-namespace {
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
-}  // namespace
 
 std::string_view output_mode_name(OutputMode mode) {
   switch (mode) {
