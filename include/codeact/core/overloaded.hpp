@@ -1,7 +1,8 @@
 // Overloaded{lambdas...}: one callable from several lambdas, the usual way to std::visit a
 // variant with a case per alternative:
-//   std::visit(core::Overloaded{[](const TextPart& p) { ... }, [](const ToolCallPart& p) { ... }},
-//   part);
+//   std::visit(core::Overloaded{[](const TextPart& t) { ... },
+//                               [](const ToolCallPart& c) { ... }},
+//              part);
 #pragma once
 
 namespace codeact::core {
