@@ -1,6 +1,5 @@
 // String helpers every layer needs, written once: trimming, joining, indenting, UTF-8
-// validation.
-// Pure functions on bytes (no locale); thread-safe.
+// validation. Pure functions on bytes (no locale); thread-safe.
 #pragma once
 
 #include <string>
