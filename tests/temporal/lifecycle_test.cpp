@@ -286,17 +286,8 @@ TEST_F(TemporalTest, PatchMarkersAreReadByThePythonSdkAndViceVersa) {
   ASSERT_TRUE(cpp_result.ok()) << cpp_result.failure().to_string();
   EXPECT_EQ(*cpp_result, "Hello, v2!");
   std::string cpp_file = export_history(opts.id);
-  auto py_script = std::string(CODEACT_SOURCE_DIR) + "/tests/temporal/py/patch_interop.py";
-  auto py = [&](const std::vector<std::string>& args) -> Json {
-    std::vector<std::string> argv = {DevServer::python(), py_script};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto r = core::run_process(argv, 120s);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
-    if (!r.ok()) return nullptr;
-    EXPECT_EQ(r->exit_code, 0) << r->stderr_text;
-    auto j = core::parse_json(r->stdout_text);
-    EXPECT_TRUE(j.ok()) << r->stdout_text << r->stderr_text;
-    return j.ok() ? *j : Json(nullptr);
+  auto py = [](const std::vector<std::string>& args) {
+    return run_python_script("patch_interop.py", args);
   };
   Json replayed = py({"replay", "--history", cpp_file});
   EXPECT_EQ(replayed["ok"], true) << replayed;

@@ -57,10 +57,14 @@ class TemporalTest : public ::testing::Test {
     }
     return false;
   }
+  // Runs tests/temporal/py/client_scenarios.py with `args` and reads the JSON it prints.
   Json run_python(const std::vector<std::string>& args) {
+    return run_python_script("client_scenarios.py", args);
+  }
+  // The same for another script of tests/temporal/py/.
+  static Json run_python_script(const std::string& script, const std::vector<std::string>& args) {
     std::vector<std::string> argv = {
-        DevServer::python(),
-        std::string(CODEACT_SOURCE_DIR) + "/tests/temporal/py/client_scenarios.py"};
+        DevServer::python(), std::string(CODEACT_SOURCE_DIR) + "/tests/temporal/py/" + script};
     argv.insert(argv.end(), args.begin(), args.end());
     auto r = core::run_process(argv, 120s);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
