@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <random>
 
+#include "codeact/codeact/prompt_variables.hpp"
 #include "codeact/core/log.hpp"
 
 namespace codeact::codeact {
@@ -41,61 +41,6 @@ std::string random_suffix() {
   return fmt::format("{:08x}", rd());
 }
 
-struct InstructionsState {
-  std::shared_ptr<const agent::AgentPrompt> prompt;
-  std::shared_ptr<sandbox::SandboxManager> manager;
-  std::string sandbox_id;
-  std::shared_ptr<functions::SandboxFunctions> functions;
-  std::mutex mu;
-  std::optional<std::vector<std::string>> tools_as_func;  // GUARDED_BY(mu)
-};
-
-Result<agent::PromptVariables> gather(sandbox::SandboxManager& manager, const std::string& id,
-                                      std::vector<std::string> tools_as_func) {
-  agent::PromptVariables v;
-  v.container_id = id;
-  CODEACT_TRY(auto info, manager.info(id));
-  v.python_packages = info.python_packages;
-  v.system_packages = info.system_packages;
-  CODEACT_TRY(Json vars, manager.variables(id));
-  for (const auto& item : vars.value("variables", Json::array())) {
-    v.sandbox_variable_names[core::json_string(item, "name")] = core::json_string(item, "type");
-  }
-  CODEACT_TRY(auto files, manager.list_files(id, "/output"));
-  for (const auto& f : files) v.sandbox_files.push_back(f.path);
-  v.tools_as_func = std::move(tools_as_func);
-  return v;
-}
-
-Result<std::vector<std::string>> tools_of(sandbox::SandboxManager& manager, const std::string& id,
-                                          functions::SandboxFunctions* functions) {
-  if (functions == nullptr) return std::vector<std::string>{};
-  return functions->tools_as_func(manager, id);
-}
-
-// No temporaries with destructors inside the co_await expression (g++ 12 mishandles them):
-// the work and its task are named locals of this frame.
-agent::Task<Result<std::string>> render_instructions(std::shared_ptr<InstructionsState> st,
-                                                     agent::Executor* executor) {
-  std::function<Result<agent::PromptVariables>()> work = [st]() -> Result<agent::PromptVariables> {
-    std::vector<std::string> tools;
-    {
-      std::lock_guard<std::mutex> lock(st->mu);
-      if (!st->tools_as_func) {
-        CODEACT_TRY(auto t, tools_of(*st->manager, st->sandbox_id, st->functions.get()));
-        st->tools_as_func = std::move(t);
-      }
-      tools = *st->tools_as_func;
-    }
-    return gather(*st->manager, st->sandbox_id, std::move(tools));
-  };
-  auto task = agent::offload(executor, work);
-  auto vars = co_await task;
-  if (!vars.ok())
-    co_return std::move(vars).error().with_context("reading sandbox \"" + st->sandbox_id + "\"");
-  co_return st->prompt->instructions.render(vars->to_json());
-}
-
 bool has_key(const agent::LlmProviderConfig& p) { return !p.api_key.empty() || p.name == "ollama"; }
 
 std::string provider_prefix(const std::string& config_key) {
@@ -114,25 +59,6 @@ std::string default_model_of(const std::string& config_key) {
 
 Json CodeActAgentOutput::to_json() const {
   return Json{{"message", message}, {"container_id", container_id}, {"file_paths", file_paths}};
-}
-
-Result<agent::PromptVariables> sandbox_prompt_variables(sandbox::SandboxManager& manager,
-                                                        const std::string& sandbox_id,
-                                                        functions::SandboxFunctions* functions) {
-  CODEACT_TRY(auto tools, tools_of(manager, sandbox_id, functions));
-  return gather(manager, sandbox_id, std::move(tools));
-}
-
-agent::InstructionsFn sandbox_instructions(std::shared_ptr<const agent::AgentPrompt> prompt,
-                                           std::shared_ptr<sandbox::SandboxManager> manager,
-                                           std::string sandbox_id,
-                                           std::shared_ptr<functions::SandboxFunctions> functions) {
-  auto st = std::make_shared<InstructionsState>();
-  st->prompt = std::move(prompt);
-  st->manager = std::move(manager);
-  st->sandbox_id = std::move(sandbox_id);
-  st->functions = std::move(functions);
-  return [st](const agent::RunContext& ctx) { return render_instructions(st, ctx.executor); };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@
 #include "codeact/agent/prompts.hpp"
 #include "codeact/functions/host_function.hpp"
 #include "codeact/functions/python_functions.hpp"
+#include "codeact/codeact/prompt_variables.hpp"
 #include "codeact/codeact/sandbox_tools.hpp"
 #include "codeact/functions/sandbox_functions.hpp"
 #include "codeact/core/config.hpp"
@@ -48,25 +49,6 @@ struct CodeActAgentOutput {
   std::vector<std::string> file_paths;  // produced during the run, sandbox paths (/output/...)
   core::Json to_json() const;
 };
-
-// ---------------------------------------------------------------------------------------------
-// Instructions
-
-// The seed's template variables read from a live sandbox: container_id, python_packages,
-// system_packages (from the sandbox's labels), sandbox_variable_names (name -> type, from the
-// kernel), sandbox_files (paths under /output), tools_as_func (from `functions`, [] when null).
-// Blocking; errors from Docker/the kernel are returned.
-core::Result<agent::PromptVariables> sandbox_prompt_variables(sandbox::SandboxManager& manager,
-                                                              const std::string& sandbox_id,
-                                                              functions::SandboxFunctions* functions);
-
-// Instructions rendered from `prompt`'s template before every model request with
-// sandbox_prompt_variables (gathered on a thread in direct mode). tools_as_func is computed once
-// per InstructionsFn (functions do not change during a run).
-agent::InstructionsFn sandbox_instructions(std::shared_ptr<const agent::AgentPrompt> prompt,
-                                           std::shared_ptr<sandbox::SandboxManager> manager,
-                                           std::string sandbox_id,
-                                           std::shared_ptr<functions::SandboxFunctions> functions);
 
 // ---------------------------------------------------------------------------------------------
 // Building
