@@ -2,8 +2,10 @@
 
 This docstring is the kernel's reference: invocation, wire protocol, on-disk format. The modules
 of the package, one idea each:
-    kernel.py          start-up, wiring of the parts, which op runs where, shutdown
-    protocol.py        frames, connections, the reply envelope
+    kernel.py          start-up, wiring of the parts, which op runs where, going down
+    privileges.py      the start-up as root: socket as its directory's owner, init, the drop
+    protocol.py        frames, connections (one server thread), the reply envelope
+    auth.py            the token and the auth frame
     cells.py           execute and define: running user code, its errors, figures, files
     namespace.py       the user namespace: vars, get, clear, bridge.register
     state_store.py     the snapshot: pickling, manifest, commit, restore
@@ -13,10 +15,15 @@ of the package, one idea each:
     bridge.py          calls from sandboxed code to host functions
     watchdog.py        cell timeouts (SIGINT to the main thread)
     file_ops.py        files.list/read/write, confined to the workspace
-    process_ops.py     bash and install (subprocesses, run-once records)
+    process_ops.py     bash and install, through the supervisor; run-once records
+    supervisor.py      the helper process that ends a script's whole process tree with it
+    forks.py           clones of the kernel (os.fork in a cell); cleanup at the process limit
+    process_tree.py    processes from /proc; stopping and killing a set that keeps forking
+    descriptors.py     the kernel's descriptors above 1024, and the check that they are intact
+    workers.py         the fixed thread pools
     values.py          how values appear in replies (repr, JSON, type names)
     atomic_files.py    durable small-file writes
-    log.py             the kernel's own log (the container log)
+    prctl.py, log.py   prctl(2) through ctypes; the kernel's own log (the container log)
 
 It keeps one namespace alive across cells, snapshots it to the sandbox's volume after every
 cell (before the reply leaves), and serves the host over a unix socket. Standard library only,
@@ -30,30 +37,66 @@ Invocation (the package directory, or -m with its parent on sys.path)
     CODEACT_PERSISTENCE = 1 (default) | 0 (no state written, nothing restored),
     CODEACT_STATE_CHUNK_BYTES = chunk size of big arrays in the snapshot (default 16777216;
     0 = arrays pickled whole, the version 1 way), CODEACT_SLOW_SAVE_SECONDS = how long a save
-    takes before the reply gets a notice about it (default 1).
-    Start: create workspace/{state,output,python}; point $CODEACT_STORAGE/.current at $ID (how
-    /output reaches the volume; failure tolerated); put workspace/python (pip --target) on
-    sys.path; chdir to workspace/output; restore state; bind the socket (mode 0666); print
-    "codeact-kernel ready" on stderr.
+    takes before the reply gets a notice about it (default 1),
+    CODEACT_KERNEL_TOKEN (64 hex digits; when set, every connection must authenticate first).
+    Start: take CODEACT_KERNEL_TOKEN out of the environment (os.environ, posix.environ, the
+    process's environment block); started as uid 0 (the container: User 0:0, only CAP_SETUID
+    and CAP_SETGID, no-new-privileges, no docker init, /run/codeact a host-owned directory the
+    sandbox user cannot write):
+      1. become (effective) the owner of the socket's directory, replace a stale socket, bind
+         it (mode 0666), listen; back to euid 0;
+      2. fork: the parent stays pid 1 as init: it closes the socket, forwards SIGTERM, SIGINT,
+         SIGHUP and SIGQUIT to the kernel, reaps every child and exits with the kernel's status
+         (exit code, or 128 + signal), saying so on stderr when it is not 0;
+      3. both become uid/gid 1000 for good (setgroups([]), setresgid, setresuid) and check it
+         (ids, no groups, CapEff/CapPrm/CapAmb 0) or exit 70 with the reason on stderr; the
+         kernel makes itself dumpable again (its /proc stays its own), init stays undumpable.
+    Started as another user, the kernel binds the socket itself. Then (as uid 1000): create
+    workspace/{state,output,python}; point $CODEACT_STORAGE/.current at $ID (how /output
+    reaches the volume; failure tolerated); put workspace/python (pip --target) on sys.path;
+    chdir to workspace/output; start every thread (server, output, stream, watchdog, pools) and
+    the process supervisor; restore state; serve; print "codeact-kernel ready" on stderr.
+    Exit statuses: 0 after shutdown; 75 (EX_TEMPFAIL) when a cell closed the kernel's listening
+    socket (see Descriptors); 2 for bad arguments or environment; 70 when privileges could not
+    be dropped; otherwise whatever a cell did (os._exit) or the signal that killed it.
 
-Wire protocol (version 1)
+Wire protocol (version 2)
     Unix stream socket; several connections at once. Frame = 4-byte big-endian unsigned length +
     UTF-8 JSON object. Request {"id": int, "op": str, ...}. Final answer on the same connection:
         {"id", "type": "reply", "ok": true, ...fields}
         {"id", "type": "reply", "ok": false, "error": {"type", "message"}}   (failed operation;
             type is a canonical code: InvalidArgument, NotFound, FailedPrecondition,
-            PermissionDenied, Unimplemented, DataLoss, Internal)
+            PermissionDenied, ResourceExhausted, Unimplemented, Unavailable, DataLoss, Internal)
     A cell that raises is NOT a failed operation: ok is true, "status" is "error", "error" is set.
     Frames with a missing/invalid JSON body get a reply with "id": null. Text is UTF-8; bytes a
     process wrote that are not UTF-8 are replaced (U+FFFD).
+    Authentication (new in 2). With a token, the FIRST frame on every connection must be
+        {"id", "op": "auth", "sandbox_id", "nonce": <64 hex digits>}
+    answered {"id", "type": "reply", "ok": true, "mac": hex HMAC-SHA256(key = the token's 32
+    bytes, msg = "codeact-kernel-auth\0" + sandbox_id + "\0" + nonce)}; the host checks the mac
+    before trusting anything else on the connection. A sandbox_id other than the kernel's gets
+    PermissionDenied "this is the kernel of sandbox "B", not "A"" and the connection is closed
+    without reading anything else sent on it (the host pipelines the auth frame with its first
+    request: that request never runs); a bad nonce gets InvalidArgument and the close; any other
+    frame first gets PermissionDenied and the close. Without a token auth is optional, answers
+    "mac": null, and still refuses another sandbox's id.
     Events before the reply, same id: {"type": "stream", "name": "stdout"|"stderr", "text"}
     (execute with "stream": true; at most 20 frames/s, coalesced, at most max_output_bytes per
-    stream) and bridge calls (below). Ops touching the namespace (execute, vars, get, clear,
-    define, bridge.register, shutdown) run one at a time on the main thread, in arrival order;
-    hello answers at once; bash, install and files.* run on their own threads.
+    stream), bridge calls (below), and for an execute that arrives while another execute runs
+    (e.g. one whose client gave up), first {"type": "queued", "running": {"cell", "execution_id"
+    (or null), "running_ms"}} about the one running, then {"type": "started", "cell": M} when it
+    starts (a cell that runs at once gets neither). Ops touching the namespace (execute, vars,
+    get, clear, define, bridge.register, shutdown) run one at a time on the main thread, in
+    arrival order; hello answers at once; bash and install run on a pool of 4 threads, files.*
+    on a pool of 2 (queued when all are busy). One server thread does all socket I/O: no thread
+    or process is created per connection or request, so a sandbox at its process limit is still
+    answered.
 
-    hello   -> kernel_version, protocol: 1, python_version, pid, sandbox_id, cell (last
-               committed cell), restored: [names], restore_errors: [{name, reason}], persistence
+    hello   -> kernel_version, protocol: 2, python_version, pid, sandbox_id, cell (last
+               committed cell), restored: [names], lost: [{name, reason}] (names the snapshot
+               had that did not come back: "was not persisted: <why>" for values the manifest
+               recorded as unpicklable, the error for failed restores), restore_errors (the
+               same list, its protocol 1 name), persistence
     execute {code, execution_id?, timeout? (s, 0 = none), persist? = true, variables? {name: json},
              max_output_bytes? = 65536 (per stream), stream? = false}
             -> status "ok"|"error", stdout, stderr, result (repr of a final expression, <= 8 KB,
@@ -64,11 +107,13 @@ Wire protocol (version 1)
                not_persisted [{name, reason}] (every name currently not in the snapshot),
                duration_ms, execution_id, cell, truncated {stdout?, stderr?: omitted bytes},
                replayed, timed_out; persist_error (only when writing the snapshot failed);
-               snapshot_ms (time spent saving the state after the cell: pickling, chunk and
-               object files, the manifest; 0.0 when it was not saved); notice (only when that
-               save took CODEACT_SLOW_SAVE_SECONDS or more), naming the values that took the
-               time, slowest first: "saving the state took 9.1 s: arr (2.0 GiB ndarray)
-               rewritten" (or "...: 16.0 MiB of it written", "... checked, unchanged").
+               killed_processes and notice (only when the cell used up the sandbox's process
+               limit: see Processes); snapshot_ms (time spent saving the state after the cell:
+               pickling, chunk and object files, the manifest; 0.0 when it was not saved);
+               notice also when that save took CODEACT_SLOW_SAVE_SECONDS or more, naming the
+               values that took the time, slowest first: "saving the state took 9.1 s: arr
+               (2.0 GiB ndarray) rewritten" (or "...: 16.0 MiB of it written", "... checked,
+               unchanged"). Several notices in one reply are joined with "; ".
                A known execution_id returns the recorded reply with replayed: true, running
                nothing. Timeout: the main thread gets SIGINT (again every second until the cell
                ends); the cell reports TimeoutError "cell exceeded its timeout of Ns".
@@ -76,13 +121,19 @@ Wire protocol (version 1)
                "... [N bytes omitted] ..." between. Output is captured at the file-descriptor
                level, so subprocesses and C extensions are captured too.
     bash    {script, timeout?, cwd?, max_output_bytes?, execution_id?} -> exit_code (128+signal
-               when killed), stdout, stderr, timed_out, duration_ms, truncated, replayed.
-               /bin/bash -c in its own process group; the group is killed on timeout. cwd
-               defaults to the output dir and is confined like files. With an execution_id the
-               script runs once: a known id returns the recorded reply (replayed: true), and a
-               request with the id of a script still running waits for it and gets its reply.
-               Records are files under state/once/ (the last MAX_EXECUTION_RECORDS kept); a
-               script cut short by a kernel crash has no record and runs again.
+               when killed), stdout, stderr, timed_out, duration_ms, truncated, replayed,
+               killed_processes (only when some were killed). /bin/bash -c under a supervisor
+               (supervisor.py) that is a child subreaper: when the script ends or times out,
+               every process it left (background, setsid, double-forked) is stopped and killed,
+               so the reply comes when nothing of the script is left. Timeout: exit_code 137,
+               timed_out true. No process slot to start it: ResourceExhausted "no free process
+               slots in the sandbox (pids limit); a process is forking without end". The script
+               gets the kernel's environment and cwd (default the output dir, confined like
+               files). With an execution_id the script runs once: a known id returns the
+               recorded reply (replayed: true), and a request with the id of a script still
+               running waits for it and gets its reply. Records are files under state/once/
+               (the last MAX_EXECUTION_RECORDS kept); a script cut short by a kernel crash has
+               no record and runs again.
     vars    -> variables [{name, type, kind data|function|class|module, persisted, reason?,
                size?, preview}] (user names: no _-prefixed, kernel-provided or builtin names)
     get     {name} -> name, value_type (qualified type name; not "type", which the envelope
@@ -95,7 +146,8 @@ Wire protocol (version 1)
                the workspace, else PermissionDenied. Paths are reported as seen in the sandbox
                (/output/... inside the output dir).
     install {packages, timeout?} -> status, stdout, stderr, installed, duration_ms[, hint]
-               Names validated (InvalidArgument); pip --target workspace/python, argument list.
+               Names validated (InvalidArgument); pip --target workspace/python, argument list,
+               under the supervisor like bash.
     bridge.register {functions: [{name, signature: "def f(a: int) -> Any", doc}]} -> registered
     define  {source} -> defined [names] (kernel-provided: not listed, not persisted)
     shutdown -> reply, commit, exit 0
@@ -106,6 +158,29 @@ Wire protocol (version 1)
         {"type": "bridge_result", "call_id", "ok": false, "error": {"type", "message"}}
     The stub returns value or raises ToolError (a RuntimeError, available as a builtin).
     Positional-or-keyword arguments travel as kwargs; arguments left at their default are omitted.
+
+Processes
+    A fork of the kernel by user code (a "clone": os.fork, multiprocessing, a fork bomb) gets,
+    in the at-fork hook, none of the kernel's descriptors (socket, connections, pipes, epoll,
+    supervisor) and the process name "clone-<kernel pid>"; a clone whose cell code ends and
+    returns into the kernel exits at once (status 0): it never commits a snapshot or writes a
+    frame. When the sandbox's process limit refused a fork during a cell (the pids cgroup's
+    pids.events "max" counter rose; where no pids cgroup is visible: the cell failed with
+    BlockingIOError or "can't start new thread"), the kernel kills what the cell left running
+    when it ends: clones born during the cell and every process born during it under the
+    kernel or its init (not the supervisor's), stopping them all first so a fork bomb cannot
+    outrun it; the reply gets killed_processes: N and notice "the cell's processes used up the
+    sandbox's process limit (256); its N forked processes were killed". Threads the kernel
+    needs all exist from the start (see Wire protocol), so the next request is answered.
+
+Descriptors
+    The kernel keeps its own long-lived descriptors (listening socket, connections, epoll,
+    internal pipes, the supervisor's socket, the log) at 1024 and above (raising the soft
+    RLIMIT_NOFILE within the hard one), out of reach of a cell's os.closerange(3, 1024). After
+    every op the main thread checks that the listening socket is still the one it made (and the
+    server thread checks it, and its epoll descriptor, every second): when a cell closed it, the
+    kernel interrupts the running cell (SIGINT every second), commits what it can and exits with
+    status 75, so the container stops and the host restarts it from the snapshot.
 
 Persistence (workspace/state)
     manifest.json is the single commit point: {"version": 2, "cell", "entries": {name: {kind,

@@ -5,8 +5,11 @@ import json
 import os
 import threading
 
+from . import forks
+
 
 def write_atomic(path, data, fsync):
+    forks.leave_if_clone()  # a clone of the kernel never writes the kernel's files
     tmp = "%s.tmp-%d-%d" % (path, os.getpid(), threading.get_ident())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:

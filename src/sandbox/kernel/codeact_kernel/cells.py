@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 
+from . import forks, process_tree
 from .log import log
 from .namespace import code_names
 from .output_capture import DEFAULT_MAX_OUTPUT, CellOutput
@@ -18,13 +19,18 @@ from .values import bounded_repr, class_name, elapsed_ms
 RESULT_REPR_CAP = 8 * 1024
 MEMORY_RECORDS_BYTES = 64 << 20
 OUTPUT_SCAN_LIMIT = 20_000
+_NO_PROCESS_MARKERS = ("BlockingIOError", "Resource temporarily unavailable",
+                       "can't start new thread")
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class Cells:
     """Main thread only, except output_touched, which any thread may set."""
 
-    def __init__(self, names, store, persistence, workspace, router, watchdog, bridge):
+    def __init__(self, names, store, persistence, workspace, router, watchdog, bridge,
+                 process_limit):
+        """process_limit: a forks.ProcessLimit (a cell that hits it has its processes
+        killed)."""
         self.names = names
         self.store = store
         self.persistence = persistence
@@ -36,7 +42,11 @@ class Cells:
         self.records = {}  # execution id -> (reply, size), kept in memory only
         self.records_bytes = 0
         self.in_user = False
-        self.pid = os.getpid()
+        self.process_limit = process_limit
+        self._refused_before = None  # the limit's refusal count when the running cell started
+        # (cell, execution id, monotonic start) of the execute running now, else None. Set and
+        # cleared by the main thread, read by the server thread (one reference: atomic).
+        self.running = None
         self._plain_cells = []
         self._sigint = self._on_sigint
         # The output dir as the last cell left it; reused as the next cell's "before" unless an
@@ -54,6 +64,7 @@ class Cells:
 
     def _on_sigint(self, signum, frame):
         if self.in_user:
+            forks.interrupting(True)
             raise KeyboardInterrupt
         # Outside user code the kernel ignores interrupts (a late timeout signal, ^C).
 
@@ -63,7 +74,9 @@ class Cells:
             return kept[0]
         return self.store.read_record(exec_id)
 
-    def op_execute(self, conn, msg):
+    def op_execute(self, conn, msg, queued=False):
+        """queued: the request waited behind another execute (it was sent a "queued" event);
+        it is sent a "started" event when it runs."""
         t0 = time.perf_counter()
         code = msg.get("code")
         if not isinstance(code, str):
@@ -96,24 +109,38 @@ class Cells:
                 raise OpError("InvalidArgument", "variable name %r is not a Python identifier"
                               % (k,))
         persist = msg.get("persist", True) is not False
-        stream_to = (conn, msg.get("id")) if msg.get("stream") else None
 
         self.cell += 1
         seq = self.cell
+        self.running = (seq, exec_id, time.monotonic())
+        try:
+            if queued:
+                conn.send({"id": msg.get("id"), "type": "started", "cell": seq})
+            return self._execute(conn, msg, seq, code, exec_id, timeout, max_out, variables,
+                                 persist, t0)
+        finally:
+            self.running = None  # before the reply leaves: a request after it is not queued
+
+    def _execute(self, conn, msg, seq, code, exec_id, timeout, max_out, variables, persist,
+                 t0):
+        stream_to = (conn, msg.get("id")) if msg.get("stream") else None
         before = self._output_snapshot
         if before is None or self.output_touched:
             before = self._scan_output()
         capture = CellOutput(max_out, stream_to)
         self.router.start(capture)
         self.bridge.active = (conn, msg.get("id"))
+        refused_before = self._refused_before = self.process_limit.refused()
+        since = process_tree.boot_ticks()
         try:
             self.names.ns.update(variables)
             status, result, error, names, timed_out = self._run_cell(code, seq, timeout)
-            if os.getpid() != self.pid:  # user code forked and the child came back here
-                os._exit(0)
         finally:
             self.bridge.active = None
             self.router.stop()
+        killed = 0
+        if self._hit_process_limit(refused_before, error):
+            killed = self.process_limit.clean_up(since)
         outputs, fig_errors = self._save_figures(seq)
         if fig_errors:
             capture.bufs["stderr"].add(fig_errors.encode("utf-8", "replace"))
@@ -128,6 +155,9 @@ class Cells:
         reply.update({"outputs": outputs, "files": files, "truncated": truncated,
                       "execution_id": exec_id, "cell": seq, "replayed": False,
                       "timed_out": timed_out})
+        if killed:
+            reply["killed_processes"] = killed
+            reply["notice"] = forks.hit_limit_text(self.process_limit.limit, killed)
         candidates = self.names.closure_names(names | set(variables)) | self.names.pending_dirty
         reply["duration_ms"] = elapsed_ms(t0)
 
@@ -169,6 +199,26 @@ class Cells:
         text = self.store.slow_save_notice(reply["snapshot_ms"] / 1000.0)
         if text:
             reply["notice"] = "%s; %s" % (reply["notice"], text) if reply.get("notice") else text
+
+    def _hit_process_limit(self, refused_before, error):
+        """Whether the sandbox's process limit refused a fork while the cell ran: the pids
+        cgroup's counter rose, or (where it is not visible) the cell failed for want of a
+        process or thread."""
+        if refused_before is not None:
+            refused = self.process_limit.refused()
+            return refused is not None and refused > refused_before
+        if not error:
+            return False
+        text = "%s: %s" % (error.get("type"), error.get("message"))
+        return any(m in text for m in _NO_PROCESS_MARKERS)
+
+    def _on_timeout(self):
+        """On the watchdog's thread, when the running cell passed its timeout: a fork bomb's
+        clones are stopped at once, so that the interrupt reaches the cell in time (they are
+        killed when it ends)."""
+        if self._refused_before is not None and self._hit_process_limit(self._refused_before,
+                                                                        None):
+            self.process_limit.freeze()
 
     def _remember(self, exec_id, reply):
         """Keeps a reply in memory (persist=false, persistence off, failed commit): the last
@@ -218,7 +268,7 @@ class Cells:
         self.install_sigint()
         self.router.repair()
         if timeout > 0:
-            self.watchdog.arm(timeout)
+            self.watchdog.arm(timeout, self._on_timeout)
         try:
             try:
                 self.in_user = True
@@ -228,7 +278,9 @@ class Cells:
                     if value is not None:  # a user __repr__ is user code too
                         result = bounded_repr(value, RESULT_REPR_CAP)
             finally:
+                forks.leave_if_clone()  # a clone's cell ended: it never returns into the kernel
                 self.in_user = False
+                forks.interrupting(False)
                 if timeout > 0:
                     timed_out = self.watchdog.disarm()
         except BaseException as e:
@@ -330,7 +382,9 @@ class Cells:
             try:
                 exec(code, ns)
             finally:
+                forks.leave_if_clone()
                 self.in_user = False
+                forks.interrupting(False)
         except BaseException as e:
             err = e
         defined = []

@@ -1,6 +1,7 @@
 """The kernel process: builds the parts (workspace, namespace, state store, output capture,
-watchdog, bridge, cells, file and process ops), starts up (workspace, restore, socket), routes
-each request to where it runs, and shuts down."""
+watchdog, bridge, cells, file and process ops, the server), starts up (privileges, workspace,
+restore, socket), routes each request to where it runs, and goes down (shutdown, or exit 75 when
+a cell closed the kernel's socket)."""
 
 import builtins
 import os
@@ -9,8 +10,8 @@ import sys
 import threading
 import time
 
+from . import auth, descriptors, forks, privileges, state_store
 from . import log as kernel_log
-from . import state_store
 from .atomic_files import unlink_quiet
 from .bridge import Bridge, ToolError
 from .cells import Cells
@@ -19,25 +20,38 @@ from .log import log
 from .namespace import Namespace
 from .output_capture import OutputRouter
 from .process_ops import ProcessOps
-from .protocol import PROTOCOL_VERSION, Listener, answer, error_reply
+from .protocol import PROTOCOL_VERSION, OpError, Server, answer, bind_listener, error_reply
 from .state_store import StateStore
 from .watchdog import Watchdog
+from .workers import WorkerPool
 
-KERNEL_VERSION = "0.1.0"
+KERNEL_VERSION = "0.2.0"
 # Ops touching the namespace run one at a time on the main thread, in arrival order.
 MAIN_OPS = frozenset(
     ["execute", "vars", "get", "clear", "define", "bridge.register", "shutdown"])
-# Ops that never touch the namespace run on threads of their own.
-THREAD_OPS = frozenset(["bash", "install", "files.list", "files.read", "files.write"])
+# Ops that never touch the namespace run on fixed pools of threads started with the kernel.
+PROCESS_OPS = frozenset(["bash", "install"])
+FILE_OPS = frozenset(["files.list", "files.read", "files.write"])
+PROCESS_WORKERS = 4
+FILE_WORKERS = 2
 # Ops after which the next cell rescans the output dir.
 _WRITES_OUTPUT = frozenset(["bash", "install", "files.write"])
+# Exit status when a cell closed the kernel's listening socket (EX_TEMPFAIL): the container
+# stops, and the host restarts it from the snapshot.
+EXIT_LOST_SOCKET = privileges.EXIT_LOST_SOCKET
+_WAKE = (None, None, False)  # a job that only makes the main thread look at self.lost
 
 
 class Kernel:
-    def __init__(self, sandbox_id, storage, workspace, socket_path, fsync, persistence):
+    def __init__(self, sandbox_id, storage, workspace, socket_path, listener, fsync,
+                 persistence, token=None, init_pid=None):
+        """listener: the bound, listening socket at socket_path. token: the auth token (None:
+        auth optional). init_pid: the pid of the init of ours that reaps orphans, if any."""
         self.sandbox_id = sandbox_id
         self.storage = storage
+        self.socket_path = socket_path
         self.persistence = persistence
+        self.init_pid = init_pid
         self.ws = Workspace(workspace, fsync)
         self.store = StateStore(self.ws.state_dir, fsync)
         self.bridge = Bridge()
@@ -45,8 +59,13 @@ class Kernel:
         state_store.bind_namespace(self.names.ns)
         self.watchdog = Watchdog(threading.get_ident())
         self.processes = ProcessOps(self.ws)
-        self.listener = Listener(socket_path, self.dispatch, self.bridge.deliver,
-                                 self.bridge.connection_closed)
+        self.process_pool = WorkerPool("codeact-process", PROCESS_WORKERS)
+        self.file_pool = WorkerPool("codeact-files", FILE_WORKERS)
+        self.process_limit = forks.ProcessLimit(
+            init_pid, lambda: [p for p in (self.processes.supervisor.pid(),) if p])
+        self.server = Server(listener, auth.Authenticator(sandbox_id, token), self.dispatch,
+                             self.bridge.deliver, self.bridge.connection_closed, self._on_lost)
+        self.lost = None  # why the kernel must go (its socket is gone), once it must
         self.router = None
         self.cells = None
         self.restored = []
@@ -55,7 +74,7 @@ class Kernel:
         self.main_handlers = {
             "vars": self.names.op_vars, "get": self.names.op_get,
             "clear": self.names.op_clear, "bridge.register": self.names.op_bridge_register}
-        self.thread_handlers = {
+        self.pool_handlers = {
             "bash": self.processes.op_bash, "install": self.processes.op_install,
             "files.list": self.ws.op_files_list, "files.read": self.ws.op_files_read,
             "files.write": self.ws.op_files_write}
@@ -86,19 +105,29 @@ class Kernel:
             os.close(devnull)
         except OSError:
             pass
-        log_fd = os.dup(2)
-        os.set_inheritable(log_fd, False)
+        log_fd = descriptors.move_high(os.dup(2))
         kernel_log.set_fd(log_fd)
         self.router = OutputRouter(log_fd)
         self.cells = Cells(self.names, self.store, self.persistence, self.ws, self.router,
-                           self.watchdog, self.bridge)
+                           self.watchdog, self.bridge, self.process_limit)
         self.main_handlers["define"] = self.cells.op_define
+        forks.install([self.server.kernel_fds, self.router.fds, self.processes.supervisor.fds,
+                       self.process_limit.fds, lambda: [log_fd]], self.processes.supervisor.pid)
         builtins.ToolError = ToolError
         self.cells.install_sigint()
+        # Every thread and helper process the kernel needs, started now: none is created later
+        # for a connection or a request.
+        self.watchdog.start()
+        self.process_pool.start()
+        self.file_pool.start()
+        try:
+            self.processes.supervisor.start()
+        except OpError as e:
+            log("codeact-kernel: the process supervisor did not start: %s" % e.message)
         if self.persistence:
             self.restored, self.restore_errors = self.store.restore(self.names.ns)
             self.cells.cell = self.store.cell
-        self.listener.listen()
+        self.server.start()
         log("codeact-kernel ready (sandbox %s, cell %d, %d restored, %d restore errors, %.1f ms)"
             % (self.sandbox_id, self.cells.cell, len(self.restored), len(self.restore_errors),
                (time.perf_counter() - t0) * 1000))
@@ -119,18 +148,27 @@ class Kernel:
     # ----------------------------------------------------------------- dispatch
 
     def dispatch(self, conn, msg):
+        """On the server thread: answers hello, queues the rest where it runs."""
         rid = msg.get("id")
         op = msg.get("op")
         if op == "hello":
             answer(conn, rid, self.op_hello)
         elif op in MAIN_OPS:
-            self.jobs.put((conn, msg))
-        elif op in THREAD_OPS:
-            handler = self.thread_handlers[op]
+            queued = False
+            running = self.cells.running if op == "execute" else None
+            if running is not None:
+                cell, exec_id, since = running
+                conn.send({"id": rid, "type": "queued", "running": {
+                    "cell": cell, "execution_id": exec_id,
+                    "running_ms": round((time.monotonic() - since) * 1000)}})
+                queued = True
+            self.jobs.put((conn, msg, queued))
+        elif op in PROCESS_OPS or op in FILE_OPS:
+            handler = self.pool_handlers[op]
             if op in _WRITES_OUTPUT:
                 handler = self._touching_output(handler)
-            threading.Thread(target=answer, name="codeact-op", daemon=True,
-                             args=(conn, rid, handler, msg)).start()
+            pool = self.process_pool if op in PROCESS_OPS else self.file_pool
+            pool.submit(answer, conn, rid, handler, msg)
         else:
             conn.send(error_reply(rid, "Unimplemented", "unknown op %r" % (op,)))
 
@@ -148,37 +186,63 @@ class Kernel:
     def serve_forever(self):
         while True:
             try:
-                conn, msg = self.jobs.get()
+                conn, msg, queued = self.jobs.get()
             except KeyboardInterrupt:
                 continue
-            op = msg.get("op")
-            rid = msg.get("id")
-            if op == "execute":
-                answer(conn, rid, self.cells.op_execute, conn, msg)
-            elif op == "shutdown":
-                answer(conn, rid, lambda: {"shutting_down": True})
-                self.shutdown()
-            else:
-                answer(conn, rid, self.main_handlers[op], msg)
+            if conn is not None:
+                op = msg.get("op")
+                rid = msg.get("id")
+                if op == "execute":
+                    answer(conn, rid, self.cells.op_execute, conn, msg, queued)
+                elif op == "shutdown":
+                    answer(conn, rid, lambda: {"shutting_down": True})
+                    self.shutdown()
+                else:
+                    answer(conn, rid, self.main_handlers[op], msg)
+            self._check_descriptors()
 
-    def shutdown(self):
+    def _check_descriptors(self):
+        """After every op: a cell that closed the kernel's socket ends the kernel (exit 75),
+        after committing what it can, so the host restarts the sandbox from its snapshot."""
+        if self.lost is None and not self.server.listener_intact():
+            self.lost = "a cell closed the kernel's listening socket"
+        if self.lost is not None:
+            log("codeact-kernel: %s; exiting with status %d after the commit of cell %d, so "
+                "that the sandbox restarts from its snapshot" % (self.lost, EXIT_LOST_SOCKET,
+                                                                  self.cells.cell))
+            self._commit_pending()
+            self.router.flush_python()
+            os._exit(EXIT_LOST_SOCKET)
+
+    def _on_lost(self, reason):
+        """On the server thread, which stops: gets the main thread to _check_descriptors soon,
+        interrupting a running cell."""
+        self.lost = reason
+        self.watchdog.interrupt_always()
+        self.jobs.put(_WAKE)
+
+    def _commit_pending(self):
         if self.persistence and self.names.pending_dirty:
             try:
                 self.store.commit(self.names.ns, self.names.user_names(), self.cells.cell,
                                   set(self.names.pending_dirty))
             except Exception as e:
                 log("codeact-kernel: final commit failed: %s" % e)
-        self.listener.close()
+
+    def shutdown(self):
+        self._commit_pending()
+        self.server.close(self.socket_path)
         self.router.flush_python()
         os._exit(0)
 
     # ----------------------------------------------------------------- ops
 
     def op_hello(self):
+        lost = list(self.restore_errors)
         return {"kernel_version": KERNEL_VERSION, "protocol": PROTOCOL_VERSION,
                 "python_version": sys.version.split()[0], "pid": os.getpid(),
                 "sandbox_id": self.sandbox_id, "cell": self.store.cell,
-                "restored": list(self.restored), "restore_errors": list(self.restore_errors),
+                "restored": list(self.restored), "lost": lost, "restore_errors": lost,
                 "persistence": self.persistence}
 
 
@@ -230,8 +294,24 @@ def main(argv=None):
         return 2
     persistence = os.environ.get("CODEACT_PERSISTENCE", "1").strip().lower() not in (
         "0", "false", "no", "off")
-    kernel = Kernel(args["sandbox_id"], storage, workspace, args["socket"],
-                    durability == "fsync", persistence)
+    try:
+        token = auth.take_token()  # before anything can copy the environment
+    except auth.BadToken as e:
+        sys.stderr.write("codeact-kernel: %s\n" % e)
+        return 2
+    descriptors.make_room()
+    init_pid = None
+    if os.geteuid() == 0:
+        try:
+            listener = privileges.start_as_root(args["socket"], bind_listener)
+        except privileges.StartupError as e:
+            sys.stderr.write("codeact-kernel: %s\n" % e)
+            return 1
+        init_pid = os.getppid()  # only the kernel process gets here, as uid 1000
+    else:
+        listener = bind_listener(args["socket"])
+    kernel = Kernel(args["sandbox_id"], storage, workspace, args["socket"], listener,
+                    durability == "fsync", persistence, token, init_pid)
     kernel.start()
     kernel.serve_forever()
     return 0

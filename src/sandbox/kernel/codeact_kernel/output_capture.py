@@ -9,6 +9,8 @@ import sys
 import threading
 import time
 
+from .descriptors import move_high
+
 DEFAULT_MAX_OUTPUT = 65536  # bytes per stream, head and tail halves kept
 
 
@@ -119,6 +121,7 @@ class OutputRouter:
         self.ino = {}
         for fd, name in ((1, "stdout"), (2, "stderr")):
             r, w = os.pipe()  # both ends non-inheritable; dup2 makes fd 1/2 inheritable
+            r, w = move_high(r), move_high(w)
             os.dup2(w, fd)
             os.set_blocking(r, False)
             self.names[r] = name
@@ -134,8 +137,9 @@ class OutputRouter:
         for r in self.names:
             self.poller.register(r, select.POLLIN)
         self.streamer_cond = threading.Condition()
-        self.streamer = None
+        # Both threads start now: a cell at the sandbox's process limit could not start them.
         threading.Thread(target=self._pump, name="codeact-output", daemon=True).start()
+        threading.Thread(target=self._stream_loop, name="codeact-stream", daemon=True).start()
 
     @staticmethod
     def _text_stream(fd):
@@ -193,10 +197,6 @@ class OutputRouter:
         with self.lock:
             self._drain()
             self.capture = capture
-        if capture.stream_to is not None and self.streamer is None:
-            self.streamer = threading.Thread(target=self._stream_loop, name="codeact-stream",
-                                             daemon=True)
-            self.streamer.start()
 
     def stop(self):
         """Ends the capture: everything written before this call belongs to the cell."""
@@ -207,6 +207,10 @@ class OutputRouter:
         if cap is not None and cap.stream_to is not None:
             cap.flush_stream(self, final=True)
         return cap
+
+    def fds(self):
+        """The router's own descriptors (not 1 and 2), which a forked clone closes."""
+        return list(self.names) + list(self.keep.values())
 
     def repair(self):
         """Undoes what a previous cell may have done to fds 1/2 or sys.stdout/stderr."""

@@ -1,14 +1,19 @@
-"""Process ops: bash scripts and pip installs as subprocesses with capped output and a
-timeout, and the run-once records that make a retried bash call with the same execution id
-return the first run's reply instead of running again."""
+"""Process ops: bash scripts and pip installs, each run under a supervisor (supervisor.py) that
+ends the script's whole process tree with it (issue #17 §3), with capped output and a timeout;
+and the run-once records that make a retried bash call with the same execution id return the
+first run's reply instead of running again."""
 
+import json
 import os
-import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
 
 from .atomic_files import read_json_quiet, unlink_quiet, write_atomic
+from .descriptors import move_high, move_socket_high
+from .log import fd as log_fd
 from .output_capture import DEFAULT_MAX_OUTPUT, Capped
 from .protocol import OpError, encode
 from .state_store import MAX_EXECUTION_RECORDS
@@ -23,6 +28,66 @@ _NETWORK_MARKERS = (
     "Network is unreachable", "Name or service not known", "No address associated",
     "Could not fetch URL", "connection broken", "Max retries exceeded", "NewConnectionError",
     "Connection refused", "No matching distribution found", "ProxyError")
+NO_PROCESS_SLOTS = ("no free process slots in the sandbox (pids limit); a process is forking "
+                    "without end")
+SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
+_SUPERVISOR_GRACE_S = 30.0  # past the job's timeout, the supervisor itself is given up on
+
+
+class Supervisor:
+    """The kernel's end of the process supervisor (one long-lived helper process, started with
+    the kernel, restarted when it died). Thread-safe."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.sock = None  # GUARDED_BY(lock)
+        self.proc = None  # GUARDED_BY(lock)
+
+    def start(self):
+        """Starts the helper; raises OpError(ResourceExhausted) without free process slots."""
+        with self.lock:
+            self._start()
+
+    def _start(self):
+        if self.proc is not None:
+            self.proc.poll()  # reap the one that died
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", SUPERVISOR, "--serve", str(child.fileno())],
+                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log_fd(),
+                stderr=log_fd(), process_group=0)  # its group is the one clones join
+        except BlockingIOError:
+            parent.close()
+            raise OpError("ResourceExhausted", NO_PROCESS_SLOTS)
+        finally:
+            child.close()
+        self.sock = move_socket_high(parent)
+
+    def pid(self):
+        proc = self.proc
+        return proc.pid if proc is not None else None
+
+    def fds(self):
+        sock = self.sock
+        return [sock.fileno()] if sock is not None else []
+
+    def submit(self, fds):
+        """Hands a job's descriptors (stdout, stderr, status, job) to the helper."""
+        for attempt in (1, 2):
+            with self.lock:
+                if self.sock is None or self.proc.poll() is not None:
+                    self._start()
+                sock = self.sock
+            try:
+                socket.send_fds(sock, [b"job"], fds)
+                return
+            except OSError:
+                with self.lock:
+                    if self.sock is sock:
+                        sock.close()
+                        self.sock = None
+        raise OpError("Unavailable", "the process supervisor does not accept jobs")
 
 
 class ProcessOps:
@@ -30,75 +95,104 @@ class ProcessOps:
 
     def __init__(self, workspace):
         self.ws = workspace
+        self.supervisor = Supervisor()
         self.once_lock = threading.Lock()
         self.once_running = {}  # record path -> threading.Event; GUARDED_BY(once_lock)
         self.once_writes = 0
         self.package_re = None
 
     def _run_process(self, argv, timeout, cwd, max_out):
-        """Runs argv in its own process group with capped output. Kills the group on timeout."""
+        """Runs argv under a supervisor with capped output: at its end (or timeout) every process
+        it left behind is killed. Raises OpError when it cannot start."""
         import selectors
-        import subprocess
 
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
-        bufs = {proc.stdout: Capped(max_out), proc.stderr: Capped(max_out)}
+        pipes = [os.pipe() for _ in range(4)]  # stdout, stderr, status, job
+        (out_r, out_w), (err_r, err_w), (st_r, st_w), (job_r, job_w) = pipes
+        reads = [move_high(fd) for fd in (out_r, err_r, st_r)]
+        try:
+            self.supervisor.submit([out_w, err_w, st_w, job_r])
+        except BaseException:
+            for fd in reads + [job_w]:
+                os.close(fd)
+            raise
+        finally:
+            for fd in (out_w, err_w, st_w, job_r):
+                os.close(fd)
+        out_r, err_r, st_r = reads
+        try:
+            job = json.dumps({"argv": argv, "cwd": cwd, "env": dict(os.environ),
+                              "timeout": timeout}).encode()
+            while job:
+                job = job[os.write(job_w, job):]
+        except OSError:
+            pass  # the supervisor could not start; its status says why
+        finally:
+            os.close(job_w)
+        bufs = {out_r: Capped(max_out), err_r: Capped(max_out)}
+        status_bytes = bytearray()
         sel = selectors.DefaultSelector()
-        for f in bufs:
-            os.set_blocking(f.fileno(), False)
-            sel.register(f, selectors.EVENT_READ)
-        deadline = time.monotonic() + timeout if timeout > 0 else None
-        timed_out = False
-        exited_at = None
-        while sel.get_map():
-            now = time.monotonic()
-            if deadline is not None and now >= deadline and not timed_out:
-                timed_out = True
+        for fd in reads:
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout + _SUPERVISOR_GRACE_S if timeout > 0 else None
+        given_up = False
+        try:
+            while sel.get_map():
+                wait = None if deadline is None else deadline - time.monotonic()
+                if wait is not None and wait <= 0:
+                    given_up = True
+                    break
+                for key, _ in sel.select(wait):
+                    try:
+                        data = os.read(key.fd, 65536)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        data = b""
+                    if not data:
+                        sel.unregister(key.fd)
+                    elif key.fd == st_r:
+                        status_bytes += data
+                    else:
+                        bufs[key.fd].add(data)
+        finally:
+            sel.close()
+            for fd in reads:
+                os.close(fd)
+        status = {}
+        for line in bytes(status_bytes).splitlines():
+            try:
+                status.update(json.loads(line))
+            except ValueError:
+                pass
+        if given_up:
+            pid = status.get("supervisor")
+            if pid:
                 try:
-                    os.killpg(proc.pid, signal.SIGKILL)
+                    os.kill(pid, 9)
                 except OSError:
                     pass
-                exited_at = now
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            # Once the main process is gone, background children that keep the pipes open
-            # get a short grace period, then they keep running without us listening.
-            if exited_at is not None and now - exited_at > (1.0 if timed_out else 0.2):
-                break
-            wait = 0.05 if exited_at is not None else 0.25
-            if deadline is not None and not timed_out:
-                wait = min(wait, max(deadline - now, 0))
-            for key, _ in sel.select(wait):
-                try:
-                    data = os.read(key.fd, 65536)
-                except BlockingIOError:
-                    continue
-                except OSError:
-                    data = b""
-                if data:
-                    bufs[key.fileobj].add(data)
-                else:
-                    sel.unregister(key.fileobj)
-        sel.close()
-        for f in bufs:
-            f.close()
-        try:
-            rc = proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            rc = proc.wait()
-        if rc < 0:
-            rc = 128 - rc
-        out, out_omitted = bufs[proc.stdout].text()
-        err, err_omitted = bufs[proc.stderr].text()
+            raise OpError("Internal", "the process supervisor did not end %s within %gs of its "
+                          "timeout; it was killed" % (argv[0], _SUPERVISOR_GRACE_S))
+        if "error" in status:
+            err = status["error"]
+            raise OpError(err.get("type") or "Internal", err.get("message") or "failed")
+        if "exit_code" not in status:
+            raise OpError("Internal", "the process supervisor ended without a status (killed?)")
+        out, out_omitted = bufs[out_r].text()
+        err, err_omitted = bufs[err_r].text()
         truncated = {}
         if out_omitted:
             truncated["stdout"] = out_omitted
         if err_omitted:
             truncated["stderr"] = err_omitted
-        return {"exit_code": rc, "stdout": out, "stderr": err, "timed_out": timed_out,
-                "duration_ms": elapsed_ms(t0), "truncated": truncated}
+        result = {"exit_code": status["exit_code"], "stdout": out, "stderr": err,
+                  "timed_out": bool(status.get("timed_out")), "duration_ms": elapsed_ms(t0),
+                  "truncated": truncated}
+        if status.get("killed_processes"):
+            result["killed_processes"] = status["killed_processes"]
+        return result
 
     def op_bash(self, msg):
         script = msg.get("script")
@@ -129,7 +223,8 @@ class ProcessOps:
         id that is still running waits for the first and gets its reply."""
         import hashlib
 
-        digest = hashlib.sha256((kind + "\0" + exec_id).encode("utf-8", "surrogatepass")).hexdigest()[:40]
+        digest = hashlib.sha256(
+            (kind + "\0" + exec_id).encode("utf-8", "surrogatepass")).hexdigest()[:40]
         once_dir = os.path.join(self.ws.state_dir, "once")
         path = os.path.join(once_dir, digest + ".json")
         while True:

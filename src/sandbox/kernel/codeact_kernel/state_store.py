@@ -11,6 +11,7 @@ import sys
 import time
 import types
 
+from . import forks
 from .array_chunks import (ArrayChunks, ChunkUse, SnapshotWriteError, chunk_bytes_from_env,
                            chunked_array)
 from .atomic_files import fsync_dir, unlink_quiet, write_atomic
@@ -310,6 +311,7 @@ class StateStore:
                 unlink_quiet(os.path.join(self.dir, fn))
 
     def write_manifest(self, cell, entries, executions, not_persisted):
+        forks.leave_if_clone()  # a clone of the kernel (user code forked) never commits
         data = encode({"version": MANIFEST_VERSION, "cell": cell, "entries": entries,
                         "executions": executions, "not_persisted": not_persisted})
         tmp = self.manifest_path + ".tmp-%d" % os.getpid()
@@ -384,7 +386,9 @@ class StateStore:
             names = sorted(groups[key])
             try:
                 values = self._load(key, names)
+                forks.leave_if_clone()  # a __setstate__ that forked: the clone leaves here
             except BaseException as ex:  # anything a user class's __setstate__ may raise
+                forks.leave_if_clone()
                 for name in names:
                     restore_errors.append(
                         {"name": name, "reason": "%s: %s" % (type(ex).__name__, short(ex))})
@@ -708,11 +712,13 @@ class _Commit:
         except SnapshotWriteError:
             raise  # the disk, not the value: the whole commit fails
         except BaseException as e:
+            forks.leave_if_clone()  # a __reduce__ that forked
             if len(names) == 1:
                 self._not_persisted(names[0], e)
                 return
             self._save_separable(names)
             return
+        forks.leave_if_clone()
         sha = sink.sha.hexdigest()
         kinds = [kind_of(ns[n]) for n in names]
         for n in names:
@@ -769,8 +775,10 @@ class _Commit:
             except SnapshotWriteError:
                 raise
             except BaseException as e:
+                forks.leave_if_clone()
                 self._not_persisted(n, e)
             else:
+                forks.leave_if_clone()
                 good.append(n)
         if len(good) == len(names):  # only fails together: keep the values, not the sharing
             for n in names:
