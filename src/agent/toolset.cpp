@@ -1,4 +1,4 @@
-// Function tools, the toolset wrappers and the JSON forms of RunContext / ToolResult.
+// Function tools and the toolset wrappers.
 #include "codeact/agent/toolset.hpp"
 
 #include <algorithm>
@@ -9,64 +9,6 @@ namespace codeact::agent {
 using core::Result;
 
 // ---------------------------------------------------------------------------------------------
-// JSON
-
-Json to_json(const RunContext& ctx) {
-  return Json{{"deps", ctx.deps},           {"agent_name", ctx.agent_name},
-              {"run_id", ctx.run_id},       {"run_step", ctx.run_step},
-              {"usage", llm::to_json(ctx.usage)}, {"prompt", ctx.prompt},
-              {"tool_name", ctx.tool_name}, {"tool_call_id", ctx.tool_call_id},
-              {"retry", ctx.retry},         {"max_retries", ctx.max_retries}};
-}
-
-Result<RunContext> run_context_from_json(const Json& j) {
-  if (!j.is_object()) return core::invalid_argument("run context: expected a JSON object");
-  RunContext ctx;
-  ctx.deps = j.value("deps", Json());
-  ctx.agent_name = core::json_string(j, "agent_name");
-  ctx.run_id = core::json_string(j, "run_id");
-  ctx.run_step = static_cast<int>(core::json_int(j, "run_step"));
-  if (j.contains("usage")) {
-    CODEACT_TRY(ctx.usage, llm::usage_from_json(j["usage"]));
-  }
-  ctx.prompt = core::json_string(j, "prompt");
-  ctx.tool_name = core::json_string(j, "tool_name");
-  ctx.tool_call_id = core::json_string(j, "tool_call_id");
-  ctx.retry = static_cast<int>(core::json_int(j, "retry"));
-  ctx.max_retries = static_cast<int>(core::json_int(j, "max_retries"));
-  return ctx;
-}
-
-Json to_json(const ToolResult& result) {
-  if (!result.ok()) {
-    return Json{{"kind", "error"},
-                {"code", std::string(core::code_name(result.error().code()))},
-                {"message", result.error().message()}};
-  }
-  if (const auto* r = std::get_if<ToolReturn>(&*result)) {
-    Json j{{"kind", "return"}, {"content", r->content}};
-    if (r->text) j["text"] = *r->text;
-    return j;
-  }
-  return Json{{"kind", "retry"}, {"message", std::get<ModelRetry>(*result).message}};
-}
-
-Result<ToolResult> tool_result_from_json(const Json& j) {
-  std::string kind = core::json_string(j, "kind");
-  if (kind == "return") {
-    ToolReturn r;
-    r.content = j.value("content", Json());
-    if (j.contains("text") && j["text"].is_string()) r.text = j["text"].get<std::string>();
-    return ToolResult(ToolOutcome{r});
-  }
-  if (kind == "retry") return ToolResult(ToolOutcome{ModelRetry{core::json_string(j, "message")}});
-  if (kind == "error") {
-    return ToolResult(core::Error(core::code_from_name(core::json_string(j, "code")), core::json_string(j, "message")));
-  }
-  return core::invalid_argument("tool result: unknown kind \"" + kind + "\"");
-}
-
-// ---------------------------------------------------------------------------------------------
 // Function tools
 
 Tool Tool::from_schema(std::string name, std::string description, Json parameters_schema,
@@ -75,8 +17,8 @@ Tool Tool::from_schema(std::string name, std::string description, Json parameter
   t.info.definition.name = std::move(name);
   t.info.definition.description = std::move(description);
   t.info.definition.parameters_json_schema = parameters_schema;
-  t.handler = [schema = std::move(parameters_schema), fn = std::move(fn)](const Json& args,
-                                                                          const RunContext& ctx) -> ToolResult {
+  t.handler = [schema = std::move(parameters_schema), fn = std::move(fn)](
+                  const Json& args, const RunContext& ctx) -> ToolResult {
     auto errors = validate_json_schema(args, schema);
     if (!errors.empty()) return ToolOutcome{ModelRetry{format_arg_errors(errors)}};
     return fn(args, ctx);
@@ -108,11 +50,15 @@ ToolResult invoke_guarded(const Tool& tool, const Json& args, const RunContext& 
 }  // namespace
 
 Task<ToolResult> FunctionToolset::call_tool(const ToolCall& call, const RunContext& ctx) {
-  auto it = std::find_if(tools_.begin(), tools_.end(), [&](const Tool& t) { return t.info.name() == call.tool_name; });
-  if (it == tools_.end()) co_return core::not_found("toolset '" + id_ + "' has no tool '" + call.tool_name + "'");
+  auto it = std::find_if(tools_.begin(), tools_.end(),
+                         [&](const Tool& t) { return t.info.name() == call.tool_name; });
+  if (it == tools_.end())
+    co_return core::not_found("toolset '" + id_ + "' has no tool '" + call.tool_name + "'");
   const Tool& tool = *it;
-  if (tool.info.sequential || ctx.executor == nullptr) co_return invoke_guarded(tool, call.args, ctx);
-  co_return co_await offload(ctx.executor, [&tool, &call, &ctx] { return invoke_guarded(tool, call.args, ctx); });
+  if (tool.info.sequential || ctx.executor == nullptr)
+    co_return invoke_guarded(tool, call.args, ctx);
+  co_return co_await offload(ctx.executor,
+                             [&tool, &call, &ctx] { return invoke_guarded(tool, call.args, ctx); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -120,9 +66,10 @@ Task<ToolResult> FunctionToolset::call_tool(const ToolCall& call, const RunConte
 
 std::shared_ptr<FilteredToolset> FilteredToolset::excluding(std::shared_ptr<Toolset> wrapped,
                                                             std::vector<std::string> names) {
-  return std::make_shared<FilteredToolset>(std::move(wrapped), [names = std::move(names)](const RunContext&, const ToolInfo& t) {
-    return std::find(names.begin(), names.end(), t.name()) == names.end();
-  });
+  return std::make_shared<FilteredToolset>(
+      std::move(wrapped), [names = std::move(names)](const RunContext&, const ToolInfo& t) {
+        return std::find(names.begin(), names.end(), t.name()) == names.end();
+      });
 }
 
 Task<Result<std::vector<ToolInfo>>> FilteredToolset::get_tools(const RunContext& ctx) {
@@ -139,7 +86,8 @@ Task<ToolResult> FilteredToolset::call_tool(const ToolCall& call, const RunConte
   auto tools = co_await wrapped_->get_tools(ctx);
   if (!tools.ok()) co_return std::move(tools).error();
   for (const auto& t : *tools) {
-    if (t.name() == call.tool_name && keep_(ctx, t)) co_return co_await wrapped_->call_tool(call, ctx);
+    if (t.name() == call.tool_name && keep_(ctx, t))
+      co_return co_await wrapped_->call_tool(call, ctx);
   }
   co_return core::not_found("tool '" + call.tool_name + "' is not available");
 }
@@ -184,7 +132,9 @@ Task<ToolResult> RenamedToolset::call_tool(const ToolCall& call, const RunContex
     inner.tool_name = it->second;
   } else {
     for (const auto& [new_name, old_name] : new_to_old_) {
-      if (old_name == call.tool_name) co_return core::not_found("tool '" + call.tool_name + "' was renamed to '" + new_name + "'");
+      if (old_name == call.tool_name)
+        co_return core::not_found("tool '" + call.tool_name + "' was renamed to '" + new_name +
+                                  "'");
     }
   }
   RunContext inner_ctx = ctx;
@@ -197,12 +147,14 @@ Task<Result<std::vector<ToolInfo>>> CombinedToolset::get_tools(const RunContext&
   std::map<std::string, size_t> route;
   for (size_t i = 0; i < toolsets_.size(); ++i) {
     auto tools = co_await toolsets_[i]->get_tools(ctx);
-    if (!tools.ok()) co_return std::move(tools).error().with_context("toolset '" + toolsets_[i]->id() + "'");
+    if (!tools.ok())
+      co_return std::move(tools).error().with_context("toolset '" + toolsets_[i]->id() + "'");
     for (auto& t : *tools) {
       auto [it, inserted] = route.emplace(t.name(), i);
       if (!inserted) {
-        co_return core::invalid_argument("tool name conflict: '" + t.name() + "' is defined by toolset '" +
-                                         toolsets_[it->second]->id() + "' and by toolset '" + toolsets_[i]->id() +
+        co_return core::invalid_argument("tool name conflict: '" + t.name() +
+                                         "' is defined by toolset '" + toolsets_[it->second]->id() +
+                                         "' and by toolset '" + toolsets_[i]->id() +
                                          "'; rename one (PrefixedToolset or RenamedToolset)");
       }
       out.push_back(std::move(t));

@@ -47,7 +47,7 @@ int run_worker(const WorkerFlags& f) {
   o.progress = [](const std::string& line) { std::cerr << "[codeact] " << line << "\n"; };
   auto manager = make_manager();
   if (!manager.ok()) return report(manager.error());
-  o.manager = *manager;
+  o.backend = *manager;
   auto runner = durable::CodeActWorkerRunner::create(std::move(o));
   if (!runner.ok()) return report(runner.error());
   auto started = (*runner)->start();

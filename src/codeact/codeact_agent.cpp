@@ -1,13 +1,17 @@
+// The CodeAct agent's hooks and its direct-mode run: the ONE binding (AgentBinder) and the ONE
+// sandbox lifecycle (SandboxRun), their effects run inline on a SandboxBackend.
 #include "codeact/codeact/codeact_agent.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
+#include <exception>
 #include <random>
 
-#include "codeact/codeact/prompt_variables.hpp"
 #include "codeact/core/log.hpp"
+#include "codeact/llm/model_factory.hpp"
+#include "codeact/mcp/server_config.hpp"
+#include "codeact/sandbox/sandbox_manager.hpp"
 
 namespace codeact::codeact {
 namespace {
@@ -15,44 +19,86 @@ namespace {
 using core::Json;
 using core::Result;
 
-// Used when no agent_prompts.yml is found, so `codeact run` works out of the box.
-constexpr const char* kBuiltinPrompts = R"(simple_agent:
-  system_prompt: >-
-    You are a careful Python programmer. You solve the user's task by writing code that runs in a
-    sandbox, reading what it prints, and continuing until the task is done. Save every file you
-    want the user to receive under /output.
-  instructions: |
-    You work in the sandbox {{ container_id }}. Code you run there keeps its variables, imports
-    and files between calls.
-    {% if python_packages %}Python packages installed: {{ python_packages | join(", ") }}.
-    {% endif %}{% if sandbox_variable_names %}Variables defined: {% for name in sandbox_variable_names %}{{ name }} ({{ sandbox_variable_names[name] }}){% if not loop.last %}, {% endif %}{% endfor %}.
-    {% endif %}{% if sandbox_files %}Files: {{ sandbox_files | join(", ") }}.
-    {% endif %}{% if tools_as_func %}Functions callable from your Python code (no await needed):
-    {% for func in tools_as_func %}
-    ```python
-    {{ func }}
-    ```
-    {% endfor %}{% endif %}
-    Use execute_python to run code. Reply with a short summary when the task is done.
-)";
-
 std::string random_suffix() {
   std::random_device rd;
   return fmt::format("{:08x}", rd());
 }
 
-bool has_key(const agent::LlmProviderConfig& p) { return !p.api_key.empty() || p.name == "ollama"; }
+// Direct mode's effects: inline on the backend, on the thread that drives the run.
+class DirectRunSteps final : public RunSteps {
+ public:
+  DirectRunSteps(AgentBinder& binder, std::shared_ptr<const CodeActAgent> agent, BindOptions bind,
+                 agent::Executor* executor)
+      : binder_(binder), agent_(std::move(agent)), bind_(std::move(bind)), executor_(executor) {}
 
-std::string provider_prefix(const std::string& config_key) {
-  if (config_key == "gemini" || config_key == "google") return "google-gla";
-  return config_key;
-}
+  agent::Task<Result<SandboxStarted>> start_sandbox(const SandboxPlan& plan) override {
+    co_return codeact::start_sandbox(*binder_.backend(), plan);
+  }
+  agent::Task<Result<std::vector<sandbox::FileEntry>>> list_output(
+      const std::string& sandbox_id) override {
+    co_return binder_.backend()->list_files(sandbox_id, "/output");
+  }
+  agent::Task<core::Status> finish_sandbox(const std::string& sandbox_id, SandboxEnd end,
+                                           bool remove_volume) override {
+    co_return end_sandbox(*binder_.backend(), sandbox_id, end, remove_volume);
+  }
+  agent::Task<Result<PreparedAgent>> prepare_agent(const std::string& sandbox_id) override {
+    co_return prepare(sandbox_id);
+  }
 
-std::string default_model_of(const std::string& config_key) {
-  if (config_key == "gemini" || config_key == "google") return "gemini-2.5-pro";
-  if (config_key == "openai") return "gpt-4.1";
-  if (config_key == "anthropic") return "claude-sonnet-4-5";
-  return "";
+ private:
+  Result<PreparedAgent> prepare(const std::string& sandbox_id) {
+    BindOptions options = bind_;
+    options.sandbox_id = sandbox_id;
+    CODEACT_TRY(auto binding, binder_.bind(agent_, options));
+    PreparedAgent p;
+    CODEACT_TRY(p.model_name, binding.model_name());
+    CODEACT_TRY(auto bound, binding.agent());
+    p.agent = std::move(bound);
+    p.drivers.executor = executor_;
+    return p;
+  }
+
+  AgentBinder& binder_;
+  std::shared_ptr<const CodeActAgent> agent_;
+  BindOptions bind_;
+  agent::Executor* executor_;
+};
+
+// The lifecycle as the lines `codeact run --no-durable` prints.
+void report_progress(const SandboxRunEvent& e, const SandboxPlan& plan,
+                     const std::function<void(const std::string&)>& progress) {
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  const std::string& id = e.sandbox_id;
+  switch (e.kind) {
+    case SandboxRunEvent::Kind::kStarting:
+      say(fmt::format("starting sandbox {}{}", id,
+                      plan.network ? " (network on)" : " (no network)"));
+      break;
+    case SandboxRunEvent::Kind::kStarted:
+      say(e.started.resumed ? fmt::format("sandbox {} resumed with its state", id)
+                            : fmt::format("sandbox {} started", id));
+      break;
+    case SandboxRunEvent::Kind::kFiles:
+    case SandboxRunEvent::Kind::kClosing:
+      break;
+    case SandboxRunEvent::Kind::kClosed:
+      if (!e.closed.ok()) {
+        core::log().warn("sandbox \"{}\": cleanup failed: {}", id, e.closed.error().message());
+        say(fmt::format("could not clean up sandbox {}: {}", id, e.closed.error().message()));
+      } else if (e.end == SandboxEnd::kKeep) {
+        say(fmt::format("sandbox {} left running (--keep-sandbox)", id));
+      } else if (e.end == SandboxEnd::kStop) {
+        say(fmt::format("sandbox {} stopped (its volume {} keeps the state)", id,
+                        sandbox::SandboxManager::volume_name(id)));
+      } else {
+        say(fmt::format("sandbox {} removed{}", id,
+                        plan.remove_volume ? " with its volume" : " (volume kept)"));
+      }
+      break;
+  }
 }
 
 }  // namespace
@@ -63,57 +109,6 @@ Json CodeActAgentOutput::to_json() const {
 
 // ---------------------------------------------------------------------------------------------
 // Building
-
-Result<AgentBuilder> AgentBuilder::load(const std::string& prompts_path,
-                                        const std::string& config_path) {
-  AgentBuilder b;
-  auto book = agent::PromptBook::load(prompts_path);
-  if (!book.ok()) {
-    if (!prompts_path.empty() || book.error().code() != core::Code::kNotFound)
-      return std::move(book).error();
-    CODEACT_TRY(auto builtin, agent::PromptBook::parse(kBuiltinPrompts, "built-in prompts"));
-    b.prompts = std::make_shared<const agent::PromptBook>(std::move(builtin));
-  } else {
-    b.prompts = std::make_shared<const agent::PromptBook>(std::move(*book));
-  }
-  auto config = agent::AppConfig::load(config_path);
-  if (!config.ok()) {
-    if (!config_path.empty() || config.error().code() != core::Code::kNotFound)
-      return std::move(config).error();
-  } else {
-    b.config = std::move(*config);
-  }
-  return b;
-}
-
-Result<std::string> resolve_model_name(const AgentBuilder& builder) {
-  if (!builder.model.empty()) return builder.model;
-  std::vector<std::string> order = {"gemini", "openai", "anthropic"};
-  for (const auto& [name, _] : builder.config.llm) {
-    if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
-  }
-  for (const auto& key : order) {
-    auto it = builder.config.llm.find(key);
-    if (it == builder.config.llm.end() || !has_key(it->second)) continue;
-    std::string model =
-        it->second.model_name.empty() ? default_model_of(key) : it->second.model_name;
-    if (model.empty()) continue;
-    return provider_prefix(key) + ":" + model;
-  }
-  const core::EnvLookup env = builder.env ? builder.env : core::EnvLookup(core::getenv_string);
-  auto set = [&](const char* var) {
-    auto v = env(var);
-    return v && !v->empty();
-  };
-  if (set("GEMINI_API_KEY") || set("GOOGLE_API_KEY"))
-    return std::string("google-gla:gemini-2.5-pro");
-  if (set("OPENAI_API_KEY")) return std::string("openai:gpt-4.1");
-  if (set("ANTHROPIC_API_KEY")) return std::string("anthropic:claude-sonnet-4-5");
-  return core::failed_precondition(
-      "no model configured: set OPENAI_API_KEY, GEMINI_API_KEY or ANTHROPIC_API_KEY (or "
-      "llm.<provider>.api_key in " +
-      (builder.config.source.empty() ? std::string("app_conf.yml") : builder.config.source) + ")");
-}
 
 Result<std::shared_ptr<llm::Model>> BaseAgent::llm_model(const AgentBuilder& builder) const {
   CODEACT_TRY(auto name, resolve_model_name(builder));
@@ -133,12 +128,13 @@ Result<std::shared_ptr<const agent::AgentPrompt>> BaseAgent::prompts(
   return builder.prompts->get(name_);
 }
 
-Result<std::shared_ptr<functions::SandboxFunctions>> BaseAgent::functions(
+Result<std::shared_ptr<functions::SandboxFunctions>> BaseAgent::sandbox_functions(
     const AgentBuilder& builder, const std::vector<std::string>& extra_mcp_servers) const {
   functions::SandboxFunctionsOptions options;
   options.mcp_servers = mcp_servers(builder);
   for (const auto& name : extra_mcp_servers) {
-    if (std::find(options.mcp_servers.begin(), options.mcp_servers.end(), name) == options.mcp_servers.end())
+    if (std::find(options.mcp_servers.begin(), options.mcp_servers.end(), name) ==
+        options.mcp_servers.end())
       options.mcp_servers.push_back(name);
   }
   options.host_functions = host_functions();
@@ -157,129 +153,60 @@ Result<std::shared_ptr<functions::SandboxFunctions>> BaseAgent::functions(
   return std::make_shared<functions::SandboxFunctions>(std::move(options));
 }
 
-Result<std::shared_ptr<agent::Agent>> CodeActAgent::bind(
-    const AgentBuilder& builder, std::shared_ptr<llm::Model> model,
-    std::shared_ptr<sandbox::SandboxManager> manager, const std::string& sandbox_id,
-    const SandboxToolsOptions& tools_options, const std::vector<std::string>& extra_mcp_servers) const {
-  CODEACT_TRY(auto prompt, prompts(builder));
-  CODEACT_TRY(auto fns, functions(builder, extra_mcp_servers));
-  agent::AgentOptions options;
-  options.name = name();
-  if (!prompt->system_prompt_source.empty()) {
-    CODEACT_TRY(auto vars, sandbox_prompt_variables(*manager, sandbox_id, fns.get()));
-    CODEACT_TRY(auto system, prompt->system_prompt.render(vars.to_json()));
-    if (!system.empty()) options.system_prompts.push_back(std::move(system));
-  }
-  if (!prompt->instructions_source.empty()) {
-    options.instructions_fn = sandbox_instructions(prompt, manager, sandbox_id, fns);
-  }
-  SandboxToolsOptions to = tools_options;
-  to.sandbox_id = sandbox_id;
-  options.max_tool_retries = to.max_retries;
-  std::shared_ptr<agent::Toolset> tools = std::make_shared<SandboxTools>(manager, to, fns);
-  auto excluded = excluded_tools();
-  if (!excluded.empty()) tools = agent::FilteredToolset::excluding(tools, excluded);
-  options.toolsets.push_back(std::move(tools));
-  return std::make_shared<agent::Agent>(std::move(model), std::move(options));
-}
-
-std::vector<std::string> produced_files(const std::vector<sandbox::FileEntry>& before,
-                                        const std::vector<sandbox::FileEntry>& after) {
-  std::map<std::string, std::pair<int64_t, double>> old;
-  for (const auto& f : before) old[f.path] = {f.size, f.mtime};
-  std::vector<std::string> out;
-  for (const auto& f : after) {
-    auto it = old.find(f.path);
-    if (it == old.end() || it->second.first != f.size || it->second.second != f.mtime)
-      out.push_back(f.path);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 Result<CodeActRunResult> CodeActAgent::run_direct(const std::string& task,
                                                   const AgentBuilder& builder,
-                                                  std::shared_ptr<sandbox::SandboxManager> manager,
+                                                  std::shared_ptr<sandbox::SandboxBackend> backend,
                                                   CodeActRunOptions options) const {
-  auto progress = [&](const std::string& line) {
-    if (options.on_progress) options.on_progress(line);
-  };
-  CODEACT_TRY(auto model, llm_model(builder));
-
-  sandbox::SandboxOptions so;
-  so.id = options.sandbox_id.empty() ? "run-" + random_suffix() : options.sandbox_id;
-  so.python_packages = options.python_packages;
-  so.system_packages = options.system_packages;
-  so.network = options.network;
-  const std::string id = so.id;
-  progress(
-      fmt::format("starting sandbox {}{}", id, so.network ? " (network on)" : " (no network)"));
-  auto started = manager->start(so);
-  if (!started.ok())
-    return std::move(started).error().with_context("starting sandbox \"" + id + "\"");
-  progress(started->resumed ? fmt::format("sandbox {} resumed with its state", id)
-                            : fmt::format("sandbox {} started", id));
-
-  // Ends the sandbox's run: stop (success) or remove the container (failure); volume on request.
-  auto finish = [&](bool success) {
-    if (options.keep_sandbox) {
-      progress(fmt::format("sandbox {} left running (--keep-sandbox)", id));
-      return;
-    }
-    core::Status s = (success && !options.remove_volume)
-                         ? manager->stop(id)
-                         : manager->remove(id, options.remove_volume);
-    if (!s.ok()) {
-      core::log().warn("sandbox \"{}\": cleanup failed: {}", id, s.error().message());
-      progress(fmt::format("could not clean up sandbox {}: {}", id, s.error().message()));
-      return;
-    }
-    if (success && !options.remove_volume) {
-      progress(fmt::format("sandbox {} stopped (its volume {} keeps the state)", id,
-                           sandbox::SandboxManager::volume_name(id)));
-    } else {
-      progress(fmt::format("sandbox {} removed{}", id,
-                           options.remove_volume ? " with its volume" : " (volume kept)"));
-    }
-  };
-
-  auto before = manager->list_files(id, "/output");
-  if (!before.ok()) {
-    finish(false);
-    return std::move(before).error().with_context("listing files of sandbox \"" + id + "\"");
-  }
-  auto bound = bind(builder, model, manager, id, options.tools, options.mcp_servers);
-  if (!bound.ok()) {
-    finish(false);
-    return std::move(bound).error();
+  // The binding keeps a pointer to this agent only while this call runs.
+  std::shared_ptr<const CodeActAgent> self(std::shared_ptr<const CodeActAgent>(), this);
+  AgentBinder binder(builder, std::move(backend));
+  SandboxPlan plan;
+  plan.sandbox_id = options.sandbox_id.empty() ? "run-" + random_suffix() : options.sandbox_id;
+  plan.python_packages = options.python_packages;
+  plan.system_packages = options.system_packages;
+  plan.network = options.network;
+  plan.keep_sandbox = options.keep_sandbox;
+  plan.remove_volume = options.remove_volume;
+  BindOptions bind;
+  bind.sandbox_id = plan.sandbox_id;
+  bind.tools = options.tools;
+  bind.mcp_servers = options.mcp_servers;
+  {
+    // A bad model name or a missing key fails here, before any sandbox starts.
+    CODEACT_TRY(auto binding, binder.bind(self, bind));
+    CODEACT_TRY_STATUS(binding.model());
   }
 
+  agent::RunLoop loop;
+  DirectRunSteps steps(binder, self, bind, &loop);
+  auto progress = options.on_progress;
+  SandboxRun run(steps, plan, [&plan, progress](const SandboxRunEvent& e) {
+    report_progress(e, plan, progress);
+  });
   agent::RunOptions ro;
   ro.message_history = std::move(options.message_history);
-  ro.deps = Json{{"sandbox_id", id}};
+  ro.deps = Json{{"sandbox_id", plan.sandbox_id}};
   ro.on_event = options.on_event;
   ro.usage_limits = options.usage_limits;
   ro.cancel = options.cancel;
   ro.run_id = options.run_id;
-  auto run = (*bound)->run(task, std::move(ro));
-  if (!run.ok()) {
-    finish(false);
-    return std::move(run).error();
+  const core::CancelToken* cancel = options.cancel;
+  std::optional<TaskRunOutcome> outcome;
+  try {
+    outcome = loop.run(run_task_in_sandbox(run, task, std::move(ro),
+                                           [cancel] { return cancel && cancel->cancelled(); }));
+  } catch (const std::exception& e) {
+    return core::internal_error("agent '" + name() +
+                                "': run failed with an exception: " + e.what());
   }
+  if (!outcome->run.ok()) return with_cleanup(std::move(outcome->run).error(), outcome->closed);
 
   CodeActRunResult out;
-  out.model_name = model->model_name();
-  out.output.message = run->output_text();
-  out.output.container_id = id;
-  auto after = manager->list_files(id, "/output");
-  if (!after.ok()) {
-    finish(false);
-    return std::move(after).error().with_context("listing files of sandbox \"" + id +
-                                                 "\" after the run");
-  }
-  out.output.file_paths = produced_files(*before, *after);
-  out.run = std::move(*run);
-  finish(true);
+  out.model_name = outcome->model_name;
+  out.output.message = outcome->run->output_text();
+  out.output.container_id = plan.sandbox_id;
+  out.output.file_paths = outcome->files;
+  out.run = std::move(*outcome->run);
   return out;
 }
 

@@ -384,32 +384,6 @@ core::Status SandboxToolsOptions::validate() const {
   return core::ok_status();
 }
 
-Json SandboxToolsOptions::to_json() const {
-  return Json{{"sandbox_id", sandbox_id},
-              {"default_timeout_seconds", default_timeout_seconds},
-              {"max_timeout_seconds", max_timeout_seconds},
-              {"max_output_bytes", max_output_bytes},
-              {"max_read_bytes", max_read_bytes},
-              {"max_retries", max_retries},
-              {"files_root", files_root}};
-}
-
-core::Result<SandboxToolsOptions> SandboxToolsOptions::from_json(const Json& j) {
-  if (!j.is_object()) return core::invalid_argument("sandbox tools options: expected an object");
-  SandboxToolsOptions o;
-  o.sandbox_id = core::json_string(j, "sandbox_id");
-  if (o.sandbox_id.empty())
-    return core::invalid_argument("sandbox tools options: sandbox_id is required");
-  o.default_timeout_seconds =
-      core::json_number(j, "default_timeout_seconds", o.default_timeout_seconds);
-  o.max_timeout_seconds = core::json_number(j, "max_timeout_seconds", o.max_timeout_seconds);
-  o.max_output_bytes = core::json_int(j, "max_output_bytes", o.max_output_bytes);
-  o.max_read_bytes = core::json_int(j, "max_read_bytes", o.max_read_bytes);
-  o.max_retries = static_cast<int>(core::json_int(j, "max_retries", o.max_retries));
-  o.files_root = core::json_string(j, "files_root", o.files_root);
-  return o;
-}
-
 SandboxTools::SandboxTools(std::shared_ptr<sandbox::SandboxBackend> backend,
                            SandboxToolsOptions options,
                            std::shared_ptr<functions::SandboxFunctions> functions)

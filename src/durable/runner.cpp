@@ -3,6 +3,7 @@
 #include "codeact/core/config.hpp"
 #include "codeact/core/log.hpp"
 #include "codeact/sandbox/docker_client.hpp"
+#include "codeact/sandbox/sandbox_manager.hpp"
 
 namespace codeact::durable {
 
@@ -11,20 +12,22 @@ std::string default_task_queue() {
   return env && !env->empty() ? *env : std::string(kDefaultTaskQueue);
 }
 
-core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(WorkerRunnerOptions options) {
+core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
+    WorkerRunnerOptions options) {
   std::unique_ptr<CodeActWorkerRunner> r(new CodeActWorkerRunner());
   r->env_ = std::make_shared<WorkerEnv>();
   if (options.builder) {
     r->env_->builder = std::move(*options.builder);
   } else {
-    CODEACT_TRY(r->env_->builder, codeact::AgentBuilder::load(options.prompts_path, options.config_path));
+    CODEACT_TRY(r->env_->builder,
+                codeact::AgentBuilder::load(options.prompts_path, options.config_path));
   }
   if (!options.model.empty()) r->env_->builder.model = options.model;
-  r->env_->manager = options.manager;
-  if (!r->env_->manager) {
+  r->env_->backend = options.backend;
+  if (!r->env_->backend) {
     CODEACT_TRY(auto docker, sandbox::DockerClient::create());
     CODEACT_TRY_STATUS(docker->ping());
-    r->env_->manager = std::make_shared<sandbox::SandboxManager>(docker);
+    r->env_->backend = std::make_shared<sandbox::SandboxManager>(docker);
   }
   EndpointRequest req;
   req.flag = options.temporal;
@@ -38,20 +41,21 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(W
   wo.task_queue = r->task_queue_;
   wo.max_concurrent_activities = options.max_concurrent_activities;
   wo.on_workflow_task = [](const temporal::WorkflowTaskStats& st) {
-    core::log().debug("workflow task {} event {}: {} events fed, cache {}, {:.2f} ms", st.workflow_id,
-                      st.history_length, st.events_fed, st.cache_hit ? "hit" : "miss",
+    core::log().debug("workflow task {} event {}: {} events fed, cache {}, {:.2f} ms",
+                      st.workflow_id, st.history_length, st.events_fed,
+                      st.cache_hit ? "hit" : "miss",
                       std::chrono::duration<double, std::milli>(st.processing_time).count());
   };
   r->worker_ = std::make_unique<temporal::Worker>(*r->client_, wo);
   const core::Json& raw = r->env_->builder.config.raw;
   r->reap_interval_seconds_ = options.reap_interval_seconds.value_or(
-      raw.is_object() && raw.contains("durable") ? core::json_number(raw["durable"], "reap_interval_seconds", 60) : 60);
+      raw.is_object() && raw.contains("durable")
+          ? core::json_number(raw["durable"], "reap_interval_seconds", 60)
+          : 60);
   return r;
 }
 
-CodeActWorkerRunner::~CodeActWorkerRunner() {
-  shutdown(std::chrono::seconds(5));
-}
+CodeActWorkerRunner::~CodeActWorkerRunner() { shutdown(std::chrono::seconds(5)); }
 
 CodeActWorkerRunner& CodeActWorkerRunner::add_agent(std::shared_ptr<codeact::CodeActAgent> agent) {
   const std::string name = agent->name();
@@ -59,25 +63,40 @@ CodeActWorkerRunner& CodeActWorkerRunner::add_agent(std::shared_ptr<codeact::Cod
   return *this;
 }
 
-std::vector<std::string> reap_orphaned_sandboxes(temporal::Client& client, sandbox::SandboxManager& manager) {
-  std::vector<std::string> stopped;
-  auto sandboxes = manager.list();
-  if (!sandboxes.ok()) return stopped;
+ReapResult reap_orphaned_sandboxes(temporal::Client& client, sandbox::SandboxBackend& backend) {
+  ReapResult out;
+  auto sandboxes = backend.list();
+  if (!sandboxes.ok()) {
+    out.problems.push_back("listing the sandboxes failed: " + sandboxes.error().message());
+    return out;
+  }
   for (const auto& sb : *sandboxes) {
     if (!sb.running) continue;
     auto d = client.describe_workflow(sb.id);
-    if (!d.ok()) continue;  // no workflow of that id: a sandbox of someone else
+    if (!d.ok()) {
+      // No workflow of that id: a sandbox of someone else, nothing to do.
+      if (d.error().code() != core::Code::kNotFound) {
+        out.problems.push_back("sandbox \"" + sb.id + "\": asking Temporal about workflow \"" +
+                               sb.id + "\" failed: " + d.error().message());
+      }
+      continue;
+    }
     const bool ours = d->workflow_type == kTaskWorkflow || d->workflow_type == kChatWorkflow ||
                       d->workflow_type == kSimpleAgentWorkflow;
     // Completed, failed and cancelled runs cleaned up themselves (or kept the sandbox on purpose).
     if (!ours || (d->status != "Terminated" && d->status != "TimedOut")) continue;
-    if (manager.stop(sb.id).ok()) {
-      core::log().info("stopped sandbox {}: its workflow ended {} without cleaning up (volume kept)", sb.id,
-                       d->status);
-      stopped.push_back(sb.id);
+    auto stopped = backend.stop(sb.id);
+    if (!stopped.ok()) {
+      out.problems.push_back(
+          "sandbox \"" + sb.id + "\": its workflow ended " + d->status +
+          " without cleaning up, and stopping it failed: " + stopped.error().message());
+      continue;
     }
+    core::log().info("stopped sandbox {}: its workflow ended {} without cleaning up (volume kept)",
+                     sb.id, d->status);
+    out.stopped.push_back(sb.id);
   }
-  return stopped;
+  return out;
 }
 
 core::Status CodeActWorkerRunner::start() {
@@ -86,11 +105,13 @@ core::Status CodeActWorkerRunner::start() {
   started_ = true;
   if (reap_interval_seconds_ > 0) {
     reaper_ = std::thread([this] {
-      const auto interval = std::chrono::milliseconds(static_cast<int64_t>(reap_interval_seconds_ * 1000));
+      const auto interval =
+          std::chrono::milliseconds(static_cast<int64_t>(reap_interval_seconds_ * 1000));
       std::unique_lock lock(reaper_mu_);
       while (!reaper_cv_.wait_for(lock, interval, [this] { return reaper_stop_; })) {
         lock.unlock();
-        reap_orphaned_sandboxes(*client_, *env_->manager);
+        for (const auto& problem : reap_orphaned_sandboxes(*client_, *env_->backend).problems)
+          core::log().warn("reaper: {}", problem);
         lock.lock();
       }
     });

@@ -1,14 +1,21 @@
 // The workflow side of the durable agent: CodeActTaskWorkflow, CodeActChatWorkflow and the seed's
-// SimpleAgentWorkflow. Deterministic code only: every effect is one of the codeact.* activities
-// (activities.cpp), and the agent loop is agent::Agent::run_task driven by the workflow executor
-// with an activity-backed model and toolset.
+// SimpleAgentWorkflow. Deterministic code only: every effect is one of the codeact.* activities,
+// reached through the durable wrappers (durable_agent.hpp) of the ONE bound agent, whose sandbox
+// goes through the ONE lifecycle (codeact::SandboxRun). Inputs and results are read only through
+// payloads.hpp: a malformed one fails the run with its message, nothing here throws otherwise.
+//
+// The activities each run schedules, in order (what tests/durable/histories holds): task —
+// sandbox_start, agent_prepare, sandbox_files, (model_request, tool_call...)*, sandbox_files,
+// sandbox_finish; chat — [sandbox_start,] agent_prepare, per message sandbox_files, (...)*,
+// sandbox_files, then sandbox_finish.
+#include "codeact/durable/workflows.hpp"
+
 #include <fmt/format.h>
 
-#include <ctime>
-
-#include "codeact/durable/workflows.hpp"
+#include "codeact/core/time.hpp"
+#include "codeact/durable/activities.hpp"
+#include "codeact/durable/durable_agent.hpp"
 #include "codeact/temporal/workflow.hpp"
-#include "durable_internal.hpp"
 
 namespace codeact::durable {
 namespace {
@@ -17,23 +24,8 @@ using core::Result;
 using temporal::ApplicationError;
 using temporal::WorkflowContext;
 
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-  auto secs = std::chrono::system_clock::to_time_t(t);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  return fmt::format("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}.{:03d}Z", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
-}
-
 [[noreturn]] void fail_with(const core::Error& e) {
   throw ApplicationError(temporal::Failure::from_error(e));
-}
-
-// The error, plus what went wrong cleaning up after it (if anything).
-core::Error with_cleanup(core::Error error, const Result<Json>& cleanup) {
-  if (cleanup.ok()) return error;
-  return core::Error(error.code(), error.message() + " (and cleaning up the sandbox failed: " + cleanup.error().message() + ")");
 }
 
 [[noreturn]] void fail_cancelled(const std::string& message) {
@@ -44,236 +36,98 @@ core::Error with_cleanup(core::Error error, const Result<Json>& cleanup) {
   throw ApplicationError(std::move(f));
 }
 
-// What the queries read; lives in the workflow coroutine's frame.
+// The workflow's way to the worker: activities with the policies' options, its cancel state and
+// its deterministic clock.
+class WorkflowActivityCaller final : public ActivityCaller {
+ public:
+  explicit WorkflowActivityCaller(WorkflowContext& ctx) : ctx_(ctx) {}
+  agent::Task<Result<Json>> call(std::string activity, Json input, ActivityPolicy policy) override {
+    temporal::ActivityOptions o = activity_options(policy);
+    auto act = ctx_.execute_activity(activity, input, o);
+    temporal::ActivityResult r = co_await act;
+    if (!r.ok()) co_return r.failure().to_error();
+    co_return std::move(r).value();
+  }
+  bool cancel_requested() const override { return ctx_.cancel_requested(); }
+  std::string now() override { return core::format_rfc3339(ctx_.now()); }
+
+ private:
+  WorkflowContext& ctx_;
+};
+
+// What the queries read; owned by the query handlers (a query may come after the frame is gone).
 struct RunView {
-  std::vector<Json> events;  // agent events (agent::to_json), in order
+  std::vector<Json> events;  // agent events (agent::to_json), and "sandbox" / "files" events
   std::string status = "starting";
   std::string sandbox_id;
   std::string run_id;  // this workflow run: `next` restarts at 0 after a continue-as-new
 
   Json progress(const temporal::Args& args) const {
-    size_t since = 0;
-    if (!args.empty() && args[0].is_object()) since = static_cast<size_t>(core::json_int(args[0], "since"));
-    if (!args.empty() && args[0].is_number_integer()) since = args[0].get<size_t>();
+    int64_t since = 0;
+    if (!args.empty() && args[0].is_object()) since = core::json_int(args[0], "since");
+    if (!args.empty() && args[0].is_number_integer()) since = args[0].get<int64_t>();
     Json out = Json::array();
-    for (size_t i = since; i < events.size(); ++i) out.push_back(events[i]);
-    return Json{{"events", out}, {"next", events.size()}, {"status", status}, {"sandbox_id", sandbox_id},
+    for (size_t i = static_cast<size_t>(std::max<int64_t>(since, 0)); i < events.size(); ++i)
+      out.push_back(events[i]);
+    return Json{{"events", out},
+                {"next", events.size()},
+                {"status", status},
+                {"sandbox_id", sandbox_id},
                 {"run_id", run_id}};
   }
+
+  // The sandbox's lifecycle as the live view shows it.
+  void on(const codeact::SandboxRunEvent& e) {
+    using Kind = codeact::SandboxRunEvent::Kind;
+    switch (e.kind) {
+      case Kind::kStarted:
+        events.push_back(Json{{"event_kind", "sandbox"},
+                              {"sandbox_id", e.sandbox_id},
+                              {"resumed", e.started.resumed}});
+        status = "running";
+        break;
+      case Kind::kFiles:
+        events.push_back(Json{{"event_kind", "files"}, {"files", e.files}});
+        break;
+      case Kind::kClosing:
+        status = e.end == codeact::SandboxEnd::kRemove ? "cleaning up" : "finishing";
+        break;
+      case Kind::kStarting:
+      case Kind::kClosed:
+        break;
+    }
+  }
 };
 
-// The model seam: each request is a codeact.model_request activity.
-class ActivityModel final : public agent::AsyncModel {
- public:
-  ActivityModel(WorkflowContext& ctx, const TaskInput& in, std::string sandbox_id, std::string model)
-      : ctx_(ctx), in_(in), sandbox_id_(std::move(sandbox_id)), model_(std::move(model)) {}
-
-  agent::Task<Result<agent::ModelReply>> request(const agent::ModelCall& call) override {
-    if (ctx_.cancel_requested()) co_return core::cancelled("the run was cancelled");
-    Json payload{{"agent", in_.agent},
-                 {"model", model_},
-                 {"sandbox_id", sandbox_id_},
-                 {"mcp_servers", in_.mcp_servers},
-                 {"messages", llm::to_json(*call.messages)},
-                 {"settings", llm::to_json(call.settings)},
-                 {"params", llm::to_json(call.params)}};
-    temporal::ActivityOptions o = activity_options(in_.activities.model);
-    auto act = ctx_.execute_activity(kModelRequestActivity, payload, o);
-    temporal::ActivityResult r = co_await act;
-    if (!r.ok()) co_return r.failure().to_error();
-    auto response = llm::response_from_json(r.value());
-    if (!response.ok()) co_return std::move(response).error();
-    co_return agent::ModelReply{std::move(*response), std::nullopt};
-  }
-  std::string model_name() const override { return model_; }
-
- private:
-  WorkflowContext& ctx_;
-  const TaskInput& in_;
-  std::string sandbox_id_;
-  std::string model_;
-};
-
-// The sandbox's tools as the workflow sees them: the list comes from codeact.agent_prepare, each
-// call is a codeact.tool_call activity.
-class ActivityToolset final : public agent::Toolset {
- public:
-  ActivityToolset(WorkflowContext& ctx, const TaskInput& in, std::string sandbox_id,
-                  std::vector<agent::ToolInfo> tools)
-      : ctx_(ctx), in_(in), sandbox_id_(std::move(sandbox_id)), tools_(std::move(tools)) {}
-
-  std::string id() const override { return "sandbox"; }
-  agent::Task<Result<std::vector<agent::ToolInfo>>> get_tools(const agent::RunContext&) override {
-    co_return tools_;
-  }
-  agent::Task<agent::ToolResult> call_tool(const agent::ToolCall& call, const agent::RunContext& rc) override {
-    if (ctx_.cancel_requested()) co_return core::cancelled("the run was cancelled");
-    Json tools = in_.tools.to_json();
-    tools["sandbox_id"] = sandbox_id_;
-    Json payload{{"agent", in_.agent},
-                 {"sandbox_id", sandbox_id_},
-                 {"mcp_servers", in_.mcp_servers},
-                 {"tools", tools},
-                 {"call", Json{{"tool_name", call.tool_name}, {"args", call.args}, {"tool_call_id", call.tool_call_id}}},
-                 {"ctx", agent::to_json(rc)}};
-    temporal::ActivityOptions o = activity_options(in_.activities.tool);
-    auto act = ctx_.execute_activity(kToolCallActivity, payload, o);
-    temporal::ActivityResult r = co_await act;
-    if (!r.ok()) co_return r.failure().to_error();
-    auto parsed = agent::tool_result_from_json(r.value());
-    if (!parsed.ok()) co_return std::move(parsed).error();
-    co_return std::move(*parsed);
-  }
-
- private:
-  WorkflowContext& ctx_;
-  const TaskInput& in_;
-  std::string sandbox_id_;
-  std::vector<agent::ToolInfo> tools_;
-};
-
-// Runs one activity and returns its value; a failure is returned as an Error.
-temporal::Task<Result<Json>> call_activity(WorkflowContext& ctx, const char* name, Json payload,
-                                           const ActivityPolicy& policy) {
-  temporal::ActivityOptions o = activity_options(policy);
-  auto act = ctx.execute_activity(name, payload, o);
-  temporal::ActivityResult r = co_await act;
-  if (!r.ok()) co_return r.failure().to_error();
-  co_return std::move(r).value();
+AgentTarget target_of(const TaskInput& in) {
+  AgentTarget t;
+  t.agent = in.agent;
+  t.bind.model = in.model;
+  t.bind.tools = in.tools;
+  t.bind.mcp_servers = in.mcp_servers;
+  return t;
 }
 
-struct Prepared {
-  std::vector<std::string> system_prompts;
-  std::vector<agent::ToolInfo> tools;
-  int max_tool_retries = 3;
-  std::string model;
-};
-
-temporal::Task<Result<Prepared>> prepare(WorkflowContext& ctx, const TaskInput& in,
-                                         const std::string& sandbox_id) {
-  Json tools = in.tools.to_json();
-  tools["sandbox_id"] = sandbox_id;
-  Json payload{{"agent", in.agent}, {"model", in.model}, {"sandbox_id", sandbox_id},
-               {"mcp_servers", in.mcp_servers}, {"tools", tools}};
-  auto task = call_activity(ctx, kAgentPrepareActivity, payload, in.activities.sandbox);
-  Result<Json> r = co_await task;
-  if (!r.ok()) co_return std::move(r).error();
-  Prepared p;
-  for (const auto& s : r->value("system_prompts", Json::array())) p.system_prompts.push_back(s.get<std::string>());
-  for (const auto& t : r->value("tools", Json::array())) {
-    auto info = tool_info_from_json(t);
-    if (!info.ok()) co_return std::move(info).error();
-    p.tools.push_back(std::move(*info));
-  }
-  p.max_tool_retries = static_cast<int>(core::json_int(*r, "max_tool_retries", 3));
-  p.model = core::json_string(*r, "model");
-  co_return p;
+codeact::SandboxPlan plan_of(const TaskInput& in, const std::string& sandbox_id) {
+  codeact::SandboxPlan p;
+  p.sandbox_id = sandbox_id;
+  p.python_packages = in.python_packages;
+  p.system_packages = in.system_packages;
+  p.network = in.network;
+  p.keep_sandbox = in.keep_sandbox;
+  p.remove_volume = in.remove_volume;
+  return p;
 }
 
-temporal::Task<Result<std::vector<sandbox::FileEntry>>> list_output(WorkflowContext& ctx,
-                                                                      const TaskInput& in,
-                                                                      const std::string& sandbox_id) {
-  Json payload{{"sandbox_id", sandbox_id}};
-  auto task = call_activity(ctx, kSandboxFilesActivity, payload, in.activities.sandbox);
-  Result<Json> r = co_await task;
-  if (!r.ok()) co_return std::move(r).error();
-  co_return files_from_json(r->value("files", Json::array()));
-}
-
-// Stops the sandbox ("stop"), removes its container ("remove") or leaves it ("keep").
-temporal::Task<Result<Json>> finish_sandbox(WorkflowContext& ctx, const TaskInput& in,
-                                            const std::string& sandbox_id, bool success) {
-  std::string mode = in.keep_sandbox ? "keep" : (success && !in.remove_volume ? "stop" : "remove");
-  Json payload{{"sandbox_id", sandbox_id}, {"mode", mode}, {"remove_volume", in.remove_volume}};
-  auto task = call_activity(ctx, kSandboxFinishActivity, payload, in.activities.sandbox);
-  Result<Json> r = co_await task;
-  co_return r;
-}
-
-// One agent run in a started sandbox. `history` is the conversation so far (chat) or empty.
-struct TurnResult {
-  Result<agent::AgentRunResult> run = core::internal_error("not run");
-  std::vector<std::string> files;
-};
-
-temporal::Task<TurnResult> run_turn(WorkflowContext& ctx, const TaskInput& in, const Prepared& prep,
-                                    const std::string& sandbox_id, const std::string& task,
-                                    std::vector<llm::ModelMessage> history, std::string run_id,
-                                    RunView& view) {
-  TurnResult out;
-  auto before_task = list_output(ctx, in, sandbox_id);
-  Result<std::vector<sandbox::FileEntry>> before = co_await before_task;
-  if (!before.ok()) {
-    out.run = std::move(before).error();
-    co_return out;
-  }
-
-  agent::AgentOptions ao;
-  ao.name = in.agent;
-  ao.system_prompts = prep.system_prompts;
-  ao.max_tool_retries = prep.max_tool_retries;
-  ao.toolsets.push_back(std::make_shared<ActivityToolset>(ctx, in, sandbox_id, prep.tools));
-  auto loop_agent = std::make_shared<agent::Agent>(nullptr, std::move(ao));
-
+agent::RunOptions run_options(const TaskInput& in, std::vector<llm::ModelMessage> history,
+                              const std::string& sandbox_id, std::string run_id, RunView& view) {
   agent::RunOptions ro;
   ro.message_history = std::move(history);
   ro.deps = Json{{"sandbox_id", sandbox_id}};
   ro.usage_limits = in.usage_limits;
   ro.run_id = std::move(run_id);
   ro.on_event = [&view](const agent::AgentEvent& e) { view.events.push_back(agent::to_json(e)); };
-  agent::RunDrivers drivers;
-  drivers.model = std::make_shared<ActivityModel>(ctx, in, sandbox_id, prep.model);
-  drivers.now = [&ctx] { return rfc3339(ctx.now()); };
-
-  auto run_task = loop_agent->run_task(task, std::move(ro), std::move(drivers));
-  out.run = co_await run_task;
-  if (!out.run.ok()) co_return out;
-
-  auto after_task = list_output(ctx, in, sandbox_id);
-  Result<std::vector<sandbox::FileEntry>> after = co_await after_task;
-  if (!after.ok()) {
-    out.run = std::move(after).error().with_context("listing the files the run produced");
-    co_return out;
-  }
-  out.files = codeact::produced_files(*before, *after);
-  view.events.push_back(Json{{"event_kind", "files"}, {"files", out.files}});
-  co_return out;
-}
-
-temporal::Task<Result<Json>> start_sandbox(WorkflowContext& ctx, const TaskInput& in,
-                                           const std::string& sandbox_id) {
-  Json payload{{"sandbox_id", sandbox_id},
-               {"python_packages", in.python_packages},
-               {"system_packages", in.system_packages},
-               {"network", in.network}};
-  auto task = call_activity(ctx, kSandboxStartActivity, payload, in.activities.sandbox);
-  Result<Json> r = co_await task;
-  co_return r;
-}
-
-// Starts (or resumes) the sandbox and returns what codeact.sandbox_start said. On failure the
-// container is removed (a failed package install may have left it up; the volume is kept) and
-// the workflow fails with both errors.
-// Removes the sandbox's container (volume kept) and fails the workflow with `error` (and the
-// cleanup's own error, if any).
-temporal::Task<Json> fail_after_cleanup(WorkflowContext& ctx, const TaskInput& in, const std::string& sandbox_id,
-                                        RunView& view, core::Error error) {
-  view.status = "failed";
-  auto cleanup_task = finish_sandbox(ctx, in, sandbox_id, false);
-  Result<Json> cleaned = co_await cleanup_task;
-  fail_with(with_cleanup(std::move(error), cleaned));
-}
-
-temporal::Task<Json> start_or_fail(WorkflowContext& ctx, const TaskInput& in, const std::string& sandbox_id,
-                                   RunView& view) {
-  auto start_task = start_sandbox(ctx, in, sandbox_id);
-  Result<Json> started = co_await start_task;
-  if (!started.ok()) {
-    auto fail_task = fail_after_cleanup(ctx, in, sandbox_id, view,
-                                        started.error().with_context("starting sandbox \"" + sandbox_id + "\""));
-    (void)co_await fail_task;
-  }
-  co_return std::move(*started);
+  return ro;
 }
 
 Json usage_json(const agent::AgentRunResult& run) {
@@ -293,7 +147,9 @@ std::string run_id_of(WorkflowContext& ctx) {
 
 temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
   if (args.empty()) {
-    throw ApplicationError("InvalidArgument", std::string(kTaskWorkflow) + " takes one argument: a task or a TaskInput object", true);
+    throw ApplicationError(
+        "InvalidArgument",
+        std::string(kTaskWorkflow) + " takes one argument: a task or a TaskInput object", true);
   }
   auto parsed = TaskInput::from_json(args[0]);
   if (!parsed.ok()) fail_with(parsed.error());
@@ -301,59 +157,53 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
   if (in.task.empty()) throw ApplicationError("InvalidArgument", "the task is empty", true);
   const std::string sandbox_id = in.sandbox_id.empty() ? ctx.info().workflow_id : in.sandbox_id;
 
-  // Query handlers own what they read: a query may come after the workflow's frame is gone.
   auto shared_view = std::make_shared<RunView>();
   RunView& view = *shared_view;
   view.sandbox_id = sandbox_id;
-  ctx.set_query_handler(kProgressQuery, [shared_view](const temporal::Args& a) { return shared_view->progress(a); });
-
   view.run_id = ctx.info().run_id;
-  auto start_task = start_or_fail(ctx, in, sandbox_id, view);
-  Json started = co_await start_task;
-  view.events.push_back(Json{{"event_kind", "sandbox"}, {"sandbox_id", sandbox_id},
-                             {"resumed", core::json_bool(started, "resumed")}});
+  ctx.set_query_handler(
+      kProgressQuery, [shared_view](const temporal::Args& a) { return shared_view->progress(a); });
 
-  view.status = "running";
-  auto prep_task = prepare(ctx, in, sandbox_id);
-  Result<Prepared> prep = co_await prep_task;
-  TurnResult turn;
-  if (prep.ok()) {
-    auto turn_task = run_turn(ctx, in, *prep, sandbox_id, in.task, in.message_history, run_id_of(ctx), view);
-    turn = co_await turn_task;
-  } else {
-    turn.run = std::move(prep).error();
-  }
+  WorkflowActivityCaller caller(ctx);
+  ActivityRunSteps steps(caller, target_of(in), in.activities);
+  codeact::SandboxRun run(steps, plan_of(in, sandbox_id),
+                          [&view](const codeact::SandboxRunEvent& e) { view.on(e); });
+  auto task = codeact::run_task_in_sandbox(
+      run, in.task, run_options(in, in.message_history, sandbox_id, run_id_of(ctx), view),
+      [&ctx] { return ctx.cancel_requested(); });
+  codeact::TaskRunOutcome out = co_await task;
 
-  const bool cancelled = ctx.cancel_requested() ||
-                         (!turn.run.ok() && turn.run.error().code() == core::Code::kCancelled);
-  view.status = turn.run.ok() ? "finishing" : "cleaning up";
-  auto finish_task = finish_sandbox(ctx, in, sandbox_id, turn.run.ok() && !cancelled);
-  Result<Json> finished = co_await finish_task;
-  if (cancelled) {
-    view.status = "cancelled";
-    fail_cancelled(finished.ok() ? "the run was cancelled; its sandbox \"" + sandbox_id + "\" was removed (volume kept)"
-                                 : "the run was cancelled; removing its sandbox \"" + sandbox_id +
-                                       "\" failed: " + finished.error().message());
-  }
-  if (!turn.run.ok()) {
+  if (!out.opened) {
     view.status = "failed";
-    fail_with(with_cleanup(turn.run.error(), finished));
+    fail_with(out.run.error());  // the start's error, and its cleanup's
+  }
+  if (out.cancelled) {
+    view.status = "cancelled";
+    fail_cancelled(out.closed.ok() ? "the run was cancelled; its sandbox \"" + sandbox_id +
+                                         "\" was removed (volume kept)"
+                                   : "the run was cancelled; removing its sandbox \"" + sandbox_id +
+                                         "\" failed: " + out.closed.error().message());
+  }
+  if (!out.run.ok()) {
+    view.status = "failed";
+    fail_with(codeact::with_cleanup(out.run.error(), out.closed));
   }
   view.status = "completed";
 
-  TaskOutput out;
-  out.output = turn.run->output_text();
-  out.workflow_id = ctx.info().workflow_id;
-  out.sandbox_id = sandbox_id;
-  out.files = turn.files;
-  out.usage = usage_json(*turn.run);
-  out.model = prep->model;
-  out.agent = in.agent;
-  out.run_id = turn.run->run_id;
-  Json result = out.to_json();
+  TaskOutput result;
+  result.output = out.run->output_text();
+  result.workflow_id = ctx.info().workflow_id;
+  result.sandbox_id = sandbox_id;
+  result.files = out.files;
+  result.usage = usage_json(*out.run);
+  result.model = out.model_name;
+  result.agent = in.agent;
+  result.run_id = out.run->run_id;
   // The answer stands even if stopping the sandbox failed; the user is told.
-  if (!finished.ok()) result["warning"] = "stopping sandbox \"" + sandbox_id + "\" failed: " + finished.error().message();
-  co_return result;
+  if (!out.closed.ok())
+    result.warning =
+        "stopping sandbox \"" + sandbox_id + "\" failed: " + out.closed.error().message();
+  co_return result.to_json();
 }
 
 // The seed's SimpleAgentWorkflow.run(user_task: str) -> str.
@@ -383,13 +233,15 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   auto st = std::make_shared<ChatState>();
   RunView& view = st->view;
   view.sandbox_id = sandbox_id;
+  view.run_id = ctx.info().run_id;
   ctx.set_signal_handler(kSendUserTask, [shared_chat](const temporal::Args& a) {
     if (a.empty()) return;
-    std::string task = a[0].is_string() ? a[0].get<std::string>() : core::json_string(a[0], "task");
-    if (!task.empty()) shared_chat->pending.push_back(task);
+    auto message = chat_message_from_json(a[0]);
+    if (message.ok()) shared_chat->pending.push_back(std::move(*message));
   });
   ctx.set_signal_handler(kStopChat, [st](const temporal::Args&) { st->stop = true; });
-  ctx.set_query_handler(kProgressQuery, [st](const temporal::Args& a) { return st->view.progress(a); });
+  ctx.set_query_handler(kProgressQuery,
+                        [st](const temporal::Args& a) { return st->view.progress(a); });
   ctx.set_query_handler(kAgentOutputQuery, [shared_chat, st, sandbox_id](const temporal::Args&) {
     return Json{{"turns", shared_chat->turns},
                 {"pending", shared_chat->pending.size()},
@@ -398,25 +250,37 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   });
   bool& stop = st->stop;
   bool& busy = st->busy;
-  view.run_id = ctx.info().run_id;
+
+  WorkflowActivityCaller caller(ctx);
+  ActivityRunSteps steps(caller, target_of(in), in.activities);
+  codeact::SandboxRun run(steps, plan_of(in, sandbox_id),
+                          [&view](const codeact::SandboxRunEvent& e) { view.on(e); });
   if (!chat.sandbox_started) {
-    auto start_task = start_or_fail(ctx, in, sandbox_id, view);
-    (void)co_await start_task;
+    auto open_task = run.open();
+    Result<codeact::SandboxStarted> opened = co_await open_task;
+    if (!opened.ok()) {
+      view.status = "failed";
+      fail_with(opened.error());  // the start's error, and its cleanup's
+    }
     chat.sandbox_started = true;
   }
-  auto prep_task = prepare(ctx, in, sandbox_id);
-  Result<Prepared> prep = co_await prep_task;
-  if (!prep.ok()) {
-    auto fail_task = fail_after_cleanup(ctx, in, sandbox_id, view, prep.error());
-    (void)co_await fail_task;
+  auto prepare_task = run.prepare();
+  Result<codeact::PreparedAgent> prepared = co_await prepare_task;
+  if (!prepared.ok()) {
+    view.status = "failed";
+    auto close_task = run.close(false);
+    core::Status closed = co_await close_task;
+    fail_with(codeact::with_cleanup(prepared.error(), closed));
   }
 
   view.status = "idle";
   std::string reason;
   int turns_this_run = 0;
-  const auto idle = std::chrono::milliseconds(static_cast<int64_t>(chat.idle_timeout_seconds * 1000));
+  const auto idle =
+      std::chrono::milliseconds(static_cast<int64_t>(chat.idle_timeout_seconds * 1000));
   while (true) {
-    auto wait = ctx.wait_condition([&] { return stop || !chat.pending.empty() || ctx.cancel_requested(); }, idle);
+    auto wait = ctx.wait_condition(
+        [&] { return stop || !chat.pending.empty() || ctx.cancel_requested(); }, idle);
     bool woke = co_await wait;
     if (ctx.cancel_requested()) {
       reason = "cancelled";
@@ -430,23 +294,27 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
       reason = "idle";
       break;
     }
-    std::string task = chat.pending[0].get<std::string>();
+    std::string task = chat.pending.front();
     chat.pending.erase(chat.pending.begin());
     busy = true;
     const std::string run_id = run_id_of(ctx) + "/" + std::to_string(chat.turns.size() + 1);
-    auto turn_task = run_turn(ctx, in, *prep, sandbox_id, task, history, run_id, view);
-    TurnResult turn = co_await turn_task;
+    auto turn_task = run.turn(*prepared, task, run_options(in, history, sandbox_id, run_id, view));
+    codeact::TurnResult turn = co_await turn_task;
     busy = false;
     if (turn.run.ok()) {
       history = turn.run->messages;
-      chat.turns.push_back(Json{{"task", task}, {"output", turn.run->output_text()},
-                                {"files", turn.files}, {"usage", usage_json(*turn.run)}});
+      chat.turns.push_back(Json{{"task", task},
+                                {"output", turn.run->output_text()},
+                                {"files", turn.files},
+                                {"usage", usage_json(*turn.run)}});
     } else {
       if (turn.run.error().code() == core::Code::kCancelled) {
         reason = "cancelled";
         break;
       }
-      chat.turns.push_back(Json{{"task", task}, {"output", nullptr}, {"files", Json::array()},
+      chat.turns.push_back(Json{{"task", task},
+                                {"output", nullptr},
+                                {"files", Json::array()},
                                 {"error", turn.run.error().message()}});
     }
     if (++turns_this_run >= chat.max_turns_per_run || ctx.continue_as_new_suggested()) {
@@ -459,11 +327,21 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   }
 
   view.status = "finishing";
-  auto finish_task = finish_sandbox(ctx, in, sandbox_id, reason != "cancelled");
-  (void)co_await finish_task;
+  auto close_task = run.close(reason != "cancelled");
+  core::Status closed = co_await close_task;
   view.status = reason;
-  if (reason == "cancelled") fail_cancelled("the chat was cancelled; sandbox \"" + sandbox_id + "\" was cleaned up");
-  co_return Json{{"turns", chat.turns}, {"sandbox_id", sandbox_id}, {"reason", reason}, {"runs", chat.runs}};
+  if (reason == "cancelled") {
+    fail_cancelled(closed.ok()
+                       ? "the chat was cancelled; sandbox \"" + sandbox_id + "\" was cleaned up"
+                       : "the chat was cancelled; removing its sandbox \"" + sandbox_id +
+                             "\" failed: " + closed.error().message());
+  }
+  Json result{
+      {"turns", chat.turns}, {"sandbox_id", sandbox_id}, {"reason", reason}, {"runs", chat.runs}};
+  if (!closed.ok())
+    result["warning"] =
+        "stopping sandbox \"" + sandbox_id + "\" failed: " + closed.error().message();
+  co_return result;
 }
 
 }  // namespace
@@ -472,7 +350,8 @@ temporal::ActivityOptions activity_options(const ActivityPolicy& p) {
   using std::chrono::milliseconds;
   temporal::ActivityOptions o;
   o.start_to_close_timeout = milliseconds(static_cast<int64_t>(p.start_to_close_seconds * 1000));
-  if (p.heartbeat_seconds > 0) o.heartbeat_timeout = milliseconds(static_cast<int64_t>(p.heartbeat_seconds * 1000));
+  if (p.heartbeat_seconds > 0)
+    o.heartbeat_timeout = milliseconds(static_cast<int64_t>(p.heartbeat_seconds * 1000));
   temporal::RetryPolicy retry;
   retry.initial_interval = milliseconds(static_cast<int64_t>(p.initial_retry_seconds * 1000));
   retry.maximum_interval = std::max(retry.initial_interval, milliseconds(30000));

@@ -2,12 +2,13 @@
 // loop's structured output / instructions / history / cancellation, and the durable seam — the
 // same loop driven by a single-threaded executor whose model requests and tool calls complete
 // later, as Temporal activities would.
+#include "codeact/agent/agent.hpp"
+
 #include <gtest/gtest.h>
 
 #include <deque>
 #include <thread>
 
-#include "codeact/agent/agent.hpp"
 #include "codeact/llm/function_model.hpp"
 
 namespace codeact::agent {
@@ -15,7 +16,10 @@ namespace {
 
 struct Filter {
   double min_score = 0.5;
-  static auto fields() { return std::tuple{field(&Filter::min_score, "min_score", "lowest score").min(0).max(1).with_default()}; }
+  static auto fields() {
+    return std::tuple{
+        field(&Filter::min_score, "min_score", "lowest score").min(0).max(1).with_default()};
+  }
 };
 
 struct SearchArgs {
@@ -61,7 +65,8 @@ TEST(SchemaTest, StructGivesTheSchemaTheModelSees) {
 }
 
 TEST(SchemaTest, ParsesValidArgumentsWithDefaults) {
-  auto args = parse_args<SearchArgs>(Json::parse(R"({"query": "cats", "exact": true, "limit": null, "tags": ["a"],
+  auto args = parse_args<SearchArgs>(
+      Json::parse(R"({"query": "cats", "exact": true, "limit": null, "tags": ["a"],
                                                      "weights": {"x": 2}, "filter": {}})"));
   ASSERT_TRUE(args.ok()) << args.error().to_string();
   EXPECT_EQ(args->query, "cats");
@@ -71,13 +76,15 @@ TEST(SchemaTest, ParsesValidArgumentsWithDefaults) {
   EXPECT_EQ(args->filter.min_score, 0.5);
   EXPECT_EQ(args->weights.at("x"), 2);
   EXPECT_TRUE(args->exact);
-  auto three = parse_args<SearchArgs>(Json::parse(R"({"query": "q", "exact": false, "limit": 3.0})"));
+  auto three =
+      parse_args<SearchArgs>(Json::parse(R"({"query": "q", "exact": false, "limit": 3.0})"));
   ASSERT_TRUE(three.ok());
   EXPECT_EQ(three->limit, 3);
 }
 
 TEST(SchemaTest, EveryBadFieldIsNamedWithItsPath) {
-  auto args = parse_args<SearchArgs>(Json::parse(R"({"limit": 99999999999, "order": "size", "tags": ["ok", 7],
+  auto args = parse_args<SearchArgs>(
+      Json::parse(R"({"limit": 99999999999, "order": "size", "tags": ["ok", 7],
                                                      "filter": {"min_score": -1}, "weights": {"w": "heavy"},
                                                      "exact": "yes", "extra": 1})"));
   ASSERT_FALSE(args.ok());
@@ -93,16 +100,22 @@ TEST(SchemaTest, EveryBadFieldIsNamedWithItsPath) {
             "- extra: unknown field (not in the schema)");
   auto not_object = parse_args<SearchArgs>(Json::array());
   ASSERT_FALSE(not_object.ok());
-  EXPECT_EQ(not_object.error().message(), "1 validation error:\n- (arguments): expected an object, got an array");
+  EXPECT_EQ(not_object.error().message(),
+            "1 validation error:\n- (arguments): expected an object, got an array");
 }
 
 TEST(SchemaTest, JsonSchemaSubsetValidation) {
-  Json schema = Json::parse(R"({"type": "object", "required": ["path"], "additionalProperties": false,
+  Json schema =
+      Json::parse(R"({"type": "object", "required": ["path"], "additionalProperties": false,
     "properties": {"path": {"type": "string"}, "mode": {"type": ["string", "null"], "enum": ["r", "w", null]},
                    "lines": {"type": "array", "items": {"type": "integer", "minimum": 1}},
                    "target": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}})");
-  EXPECT_TRUE(validate_json_schema(Json::parse(R"({"path": "a", "mode": null, "lines": [1, 2], "target": 3})"), schema).empty());
-  auto errors = validate_json_schema(Json::parse(R"({"mode": "x", "lines": [0, "2"], "target": [], "other": 1})"), schema);
+  EXPECT_TRUE(
+      validate_json_schema(
+          Json::parse(R"({"path": "a", "mode": null, "lines": [1, 2], "target": 3})"), schema)
+          .empty());
+  auto errors = validate_json_schema(
+      Json::parse(R"({"mode": "x", "lines": [0, "2"], "target": [], "other": 1})"), schema);
   EXPECT_EQ(format_arg_errors(errors),
             "6 validation errors:\n"
             "- path: field required\n"
@@ -118,11 +131,14 @@ TEST(SchemaTest, JsonSchemaSubsetValidation) {
 
 ToolResult returns(Json v) { return ToolOutcome{ToolReturn{std::move(v), std::nullopt}}; }
 
-std::shared_ptr<FunctionToolset> named_tools(const std::string& id, std::vector<std::string> names) {
+std::shared_ptr<FunctionToolset> named_tools(const std::string& id,
+                                             std::vector<std::string> names) {
   auto set = std::make_shared<FunctionToolset>(std::vector<Tool>{}, id);
   for (const auto& n : names) {
     set->add(Tool::from_schema(n, "tool " + n, Json{{"type", "object"}},
-                               [n, id](const Json&, const RunContext& ctx) { return returns(id + "." + n + " as " + ctx.tool_name); }));
+                               [n, id](const Json&, const RunContext& ctx) {
+                                 return returns(id + "." + n + " as " + ctx.tool_name);
+                               }));
   }
   return set;
 }
@@ -143,7 +159,8 @@ std::string call(Toolset& ts, const std::string& name) {
   ctx.tool_name = name;
   ToolCall c{name, Json::object(), "id"};
   auto r = loop.run(ts.call_tool(c, ctx));
-  if (!r.ok()) return "error " + std::string(core::code_name(r.error().code())) + ": " + r.error().message();
+  if (!r.ok())
+    return "error " + std::string(core::code_name(r.error().code())) + ": " + r.error().message();
   return std::get<ToolReturn>(*r).content.get<std::string>();
 }
 
@@ -152,44 +169,32 @@ TEST(ToolsetTest, WrappersRenameHideAndCombine) {
   auto files = named_tools("files", {"read_file"});
   auto filtered = FilteredToolset::excluding(sandbox, {"start_container"});
   auto prefixed = std::make_shared<PrefixedToolset>(files, "fs");
-  auto renamed = std::make_shared<RenamedToolset>(filtered, std::map<std::string, std::string>{{"run_code", "execute_python"}});
+  auto renamed = std::make_shared<RenamedToolset>(
+      filtered, std::map<std::string, std::string>{{"run_code", "execute_python"}});
   CombinedToolset all({renamed, prefixed});
 
   EXPECT_EQ(names_of(all), (std::vector<std::string>{"run_code", "read_file", "fs_read_file"}));
   EXPECT_EQ(call(all, "run_code"), "sandbox.execute_python as execute_python");
   EXPECT_EQ(call(all, "fs_read_file"), "files.read_file as read_file");
   EXPECT_EQ(call(all, "read_file"), "sandbox.read_file as read_file");
-  EXPECT_EQ(call(*filtered, "start_container"), "error NotFound: tool 'start_container' is not available");
-  EXPECT_EQ(call(*renamed, "execute_python"), "error NotFound: tool 'execute_python' was renamed to 'run_code'");
+  EXPECT_EQ(call(*filtered, "start_container"),
+            "error NotFound: tool 'start_container' is not available");
+  EXPECT_EQ(call(*renamed, "execute_python"),
+            "error NotFound: tool 'execute_python' was renamed to 'run_code'");
 
   CombinedToolset clash({sandbox, files});
   EXPECT_EQ(names_of(clash)[0],
-            "error: tool name conflict: 'read_file' is defined by toolset 'sandbox' and by toolset 'files'; rename "
+            "error: tool name conflict: 'read_file' is defined by toolset 'sandbox' and by toolset "
+            "'files'; rename "
             "one (PrefixedToolset or RenamedToolset)");
-}
-
-TEST(ToolsetTest, ToolResultsRoundTripThroughJson) {
-  for (const ToolResult& r : {returns(Json{{"a", 1}}), ToolResult(ToolOutcome{ModelRetry{"again"}}),
-                              ToolResult(core::unavailable("down")), ToolResult(ToolOutcome{ToolReturn{1, "one"}})}) {
-    auto back = tool_result_from_json(to_json(r));
-    ASSERT_TRUE(back.ok());
-    EXPECT_EQ(to_json(*back), to_json(r));
-  }
-  RunContext ctx;
-  ctx.deps = Json{{"sandbox_id", "s1"}};
-  ctx.run_step = 3;
-  ctx.tool_name = "t";
-  ctx.usage.input_tokens = 7;
-  auto back = run_context_from_json(to_json(ctx));
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(to_json(*back), to_json(ctx));
 }
 
 TEST(TaskTest, WhenAllReturnsInOrderAndOffloadRunsOnThreads) {
   RunLoop loop;
   auto main_thread = std::this_thread::get_id();
   auto job = [](Executor* ex, int i) -> Task<std::pair<int, std::thread::id>> {
-    co_return co_await offload(ex, [i] { return std::make_pair(i * 10, std::this_thread::get_id()); });
+    co_return co_await offload(ex,
+                               [i] { return std::make_pair(i * 10, std::this_thread::get_id()); });
   };
   std::vector<Task<std::pair<int, std::thread::id>>> tasks;
   for (int i = 0; i < 4; ++i) tasks.push_back(job(&loop, i));
@@ -232,9 +237,11 @@ llm::ModelResponse text(const std::string& t) {
 TEST(AgentTest, TypedStructuredOutputThroughTheOutputTool) {
   std::vector<llm::ModelRequestParameters> seen;
   auto model = std::make_shared<llm::FunctionModel>(
-      [&](const std::vector<llm::ModelMessage>&, const llm::AgentInfo& info) -> core::Result<llm::ModelResponse> {
+      [&](const std::vector<llm::ModelMessage>&,
+          const llm::AgentInfo& info) -> core::Result<llm::ModelResponse> {
         seen.push_back(*info.params);
-        if (seen.size() == 1) return tool_call("final_result", {{"city", "Paris"}, {"population", -5}}, "o1");
+        if (seen.size() == 1)
+          return tool_call("final_result", {{"city", "Paris"}, {"population", -5}}, "o1");
         return tool_call("final_result", {{"city", "Paris"}, {"population", 2100000}}, "o2");
       });
   AgentOptions options;
@@ -257,17 +264,19 @@ TEST(AgentTest, TypedStructuredOutputThroughTheOutputTool) {
 TEST(AgentTest, InstructionsAreEvaluatedBeforeEveryRequest) {
   std::vector<std::string> instructions_seen;
   auto model = std::make_shared<llm::FunctionModel>(
-      [&](const std::vector<llm::ModelMessage>& messages, const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
+      [&](const std::vector<llm::ModelMessage>& messages,
+          const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
         instructions_seen.push_back(std::get<llm::ModelRequest>(messages.back()).instructions);
-        if (instructions_seen.size() < 3) return tool_call("bump", Json::object(), "c" + std::to_string(instructions_seen.size()));
+        if (instructions_seen.size() < 3)
+          return tool_call("bump", Json::object(), "c" + std::to_string(instructions_seen.size()));
         return text("done");
       });
   int counter = 0;
   AgentOptions options;
   options.instructions = "Static part.";
   options.instructions_fn = [&counter](const RunContext& ctx) -> Task<core::Result<std::string>> {
-    co_return "Step " + std::to_string(ctx.run_step) + ", counter " + std::to_string(counter) + ", deps " +
-        ctx.deps.value("who", "");
+    co_return "Step " + std::to_string(ctx.run_step) + ", counter " + std::to_string(counter) +
+        ", deps " + ctx.deps.value("who", "");
   };
   options.toolsets.push_back(std::make_shared<FunctionToolset>(std::vector<Tool>{Tool::from_schema(
       "bump", "bumps", Json{{"type", "object"}}, [&counter](const Json&, const RunContext&) {
@@ -279,9 +288,10 @@ TEST(AgentTest, InstructionsAreEvaluatedBeforeEveryRequest) {
   run.deps = Json{{"who", "tester"}};
   auto result = agent.run("go", run);
   ASSERT_TRUE(result.ok()) << result.error().to_string();
-  EXPECT_EQ(instructions_seen, (std::vector<std::string>{"Static part.\n\nStep 1, counter 0, deps tester",
-                                                          "Static part.\n\nStep 2, counter 1, deps tester",
-                                                          "Static part.\n\nStep 3, counter 2, deps tester"}));
+  EXPECT_EQ(instructions_seen,
+            (std::vector<std::string>{"Static part.\n\nStep 1, counter 0, deps tester",
+                                      "Static part.\n\nStep 2, counter 1, deps tester",
+                                      "Static part.\n\nStep 3, counter 2, deps tester"}));
   EXPECT_EQ(result->tool_calls, 2);
   EXPECT_EQ(result->usage.requests, 3);
 }
@@ -291,7 +301,8 @@ TEST(AgentTest, InstructionsAreEvaluatedBeforeEveryRequest) {
 // the one direct mode would have.
 class InstructingModel final : public AsyncModel {
  public:
-  InstructingModel(const Agent& agent, std::shared_ptr<llm::Model> model) : agent_(agent), model_(std::move(model)) {}
+  InstructingModel(const Agent& agent, std::shared_ptr<llm::Model> model)
+      : agent_(agent), model_(std::move(model)) {}
   bool evaluates_instructions() const override { return true; }
   Task<core::Result<ModelReply>> request(const ModelCall& call) override {
     std::vector<llm::ModelMessage> messages = *call.messages;
@@ -313,7 +324,8 @@ class InstructingModel final : public AsyncModel {
 TEST(AgentTest, InstructionsEvaluatedByTheModelAreRecordedOnTheRequest) {
   std::vector<std::string> instructions_seen;
   auto model = std::make_shared<llm::FunctionModel>(
-      [&](const std::vector<llm::ModelMessage>& messages, const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
+      [&](const std::vector<llm::ModelMessage>& messages,
+          const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
         instructions_seen.push_back(std::get<llm::ModelRequest>(messages.back()).instructions);
         if (instructions_seen.size() < 2) return tool_call("noop", Json::object(), "c1");
         return text("done");
@@ -335,7 +347,8 @@ TEST(AgentTest, InstructionsEvaluatedByTheModelAreRecordedOnTheRequest) {
   drivers.executor = &loop;
   auto result = loop.run(agent.run_task("go", RunOptions{}, drivers));
   ASSERT_TRUE(result.ok()) << result.error().to_string();
-  EXPECT_EQ(instructions_seen, (std::vector<std::string>{"Static.\n\nstep 1", "Static.\n\nstep 2"}));
+  EXPECT_EQ(instructions_seen,
+            (std::vector<std::string>{"Static.\n\nstep 1", "Static.\n\nstep 2"}));
   EXPECT_EQ(evaluated, 2) << "once per request, by the model only";
   // The conversation records what the model was told.
   EXPECT_EQ(std::get<llm::ModelRequest>(result->messages[0]).instructions, "Static.\n\nstep 1");
@@ -344,7 +357,8 @@ TEST(AgentTest, InstructionsEvaluatedByTheModelAreRecordedOnTheRequest) {
 
 TEST(AgentTest, MessageHistoryContinuesAConversation) {
   auto model = std::make_shared<llm::FunctionModel>(
-      [](const std::vector<llm::ModelMessage>& messages, const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
+      [](const std::vector<llm::ModelMessage>& messages,
+         const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
         return text("seen " + std::to_string(messages.size()) + " messages");
       });
   AgentOptions options;
@@ -373,12 +387,15 @@ TEST(AgentTest, MessageHistoryContinuesAConversation) {
 
 TEST(AgentTest, CancelledToolEndsTheRun) {
   auto model = std::make_shared<llm::FunctionModel>(
-      [](const std::vector<llm::ModelMessage>&, const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
+      [](const std::vector<llm::ModelMessage>&,
+         const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
         return tool_call("stop", Json::object(), "c1");
       });
   AgentOptions options;
   options.toolsets.push_back(std::make_shared<FunctionToolset>(std::vector<Tool>{Tool::from_schema(
-      "stop", "", Json{{"type", "object"}}, [](const Json&, const RunContext&) -> ToolResult { return core::cancelled("user pressed stop"); })}));
+      "stop", "", Json{{"type", "object"}}, [](const Json&, const RunContext&) -> ToolResult {
+        return core::cancelled("user pressed stop");
+      })}));
   Agent agent(model, options);
   auto result = agent.run("go");
   ASSERT_FALSE(result.ok());
@@ -438,7 +455,8 @@ class ManualExecutor final : public Executor {
 
 class ActivityModel final : public AsyncModel {
  public:
-  ActivityModel(ManualExecutor& ex, std::shared_ptr<llm::Model> model) : ex_(ex), model_(std::move(model)) {}
+  ActivityModel(ManualExecutor& ex, std::shared_ptr<llm::Model> model)
+      : ex_(ex), model_(std::move(model)) {}
   Task<core::Result<ModelReply>> request(const ModelCall& call) override {
     // Ship the request as JSON, like an activity input, and bring the response back.
     Json input = llm::to_json(*call.messages);
@@ -466,7 +484,8 @@ class ActivityModel final : public AsyncModel {
 // the agent is built with it, as the durable layer builds its agent).
 class ActivityToolset final : public WrapperToolset {
  public:
-  ActivityToolset(ManualExecutor& ex, std::shared_ptr<Toolset> wrapped) : WrapperToolset(std::move(wrapped)), ex_(ex) {}
+  ActivityToolset(ManualExecutor& ex, std::shared_ptr<Toolset> wrapped)
+      : WrapperToolset(std::move(wrapped)), ex_(ex) {}
   Task<ToolResult> call_tool(const ToolCall& call, const RunContext& ctx) override {
     auto inner = wrapped_;
     RunContext copied = ctx;
@@ -488,7 +507,8 @@ class ActivityToolset final : public WrapperToolset {
 TEST(DurableSeamTest, SameLoopRunsOnASingleThreadedExecutorWithActivities) {
   int model_turn = 0;
   auto model = std::make_shared<llm::FunctionModel>(
-      [&](const std::vector<llm::ModelMessage>&, const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
+      [&](const std::vector<llm::ModelMessage>&,
+          const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
         ++model_turn;
         if (model_turn == 1) {
           llm::ModelResponse r;
@@ -507,7 +527,8 @@ TEST(DurableSeamTest, SameLoopRunsOnASingleThreadedExecutorWithActivities) {
   AgentOptions options;
   options.toolsets.push_back(std::make_shared<ActivityToolset>(
       ex, std::make_shared<FunctionToolset>(std::vector<Tool>{Tool::typed<AddArgs>(
-              "add", "adds", [](const AddArgs& x, const RunContext&) { return returns(x.a + x.b); })})));
+              "add", "adds",
+              [](const AddArgs& x, const RunContext&) { return returns(x.a + x.b); })})));
   Agent agent(model, options);
 
   RunDrivers drivers;
@@ -535,15 +556,18 @@ TEST(DurableSeamTest, SameLoopRunsOnASingleThreadedExecutorWithActivities) {
   EXPECT_EQ(result->run_id, "wf-1");
   EXPECT_TRUE(same_thread);
   // Both tool calls were scheduled before either completed: they run concurrently as activities.
-  EXPECT_EQ(ex.log, (std::vector<std::string>{"model_request", "tool:add", "tool:add", "model_request"}));
-  EXPECT_EQ(events, (std::vector<std::string>{"model_request_start", "model_response", "tool_call", "tool_call",
-                                              "tool_result", "tool_result", "model_request_start", "model_response",
-                                              "final_result"}));
+  EXPECT_EQ(ex.log,
+            (std::vector<std::string>{"model_request", "tool:add", "tool:add", "model_request"}));
+  EXPECT_EQ(events,
+            (std::vector<std::string>{"model_request_start", "model_response", "tool_call",
+                                      "tool_call", "tool_result", "tool_result",
+                                      "model_request_start", "model_response", "final_result"}));
   const auto& returns_msg = std::get<llm::ModelRequest>(result->messages[2]);
   ASSERT_EQ(returns_msg.parts.size(), 2u);
   EXPECT_EQ(std::get<llm::ToolReturnPart>(returns_msg.parts[0]).content, 3);
   EXPECT_EQ(std::get<llm::ToolReturnPart>(returns_msg.parts[1]).content, 7);
-  EXPECT_EQ(std::get<llm::ToolReturnPart>(returns_msg.parts[1]).timestamp, "2026-01-01T00:00:00.000Z");
+  EXPECT_EQ(std::get<llm::ToolReturnPart>(returns_msg.parts[1]).timestamp,
+            "2026-01-01T00:00:00.000Z");
 }
 
 }  // namespace

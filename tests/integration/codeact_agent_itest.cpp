@@ -9,6 +9,7 @@
 #include "codeact/codeact/codeact_agent.hpp"
 #include "codeact/codeact/sandbox_tools.hpp"
 #include "codeact/sandbox/docker_client.hpp"
+#include "codeact/sandbox/sandbox_manager.hpp"
 #include "fake_provider_server.hpp"
 #include "openai_script.hpp"
 

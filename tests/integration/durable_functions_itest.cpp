@@ -12,6 +12,7 @@
 #include "codeact/core/subprocess.hpp"
 #include "codeact/durable/workflows.hpp"
 #include "codeact/sandbox/docker_client.hpp"
+#include "codeact/sandbox/sandbox_manager.hpp"
 #include "codeact/sandbox/image_builder.hpp"
 #include "dev_server.hpp"
 #include "mcp_test_support.hpp"
@@ -74,7 +75,7 @@ TEST(DurableFunctions, OneCellCallsTwoMcpServersAndAHostFunctionAndNoSecretLeaks
   ASSERT_TRUE(builder.ok()) << builder.error().message();
   env->builder = std::move(*builder);
   env->builder.mcp = std::make_shared<mcp::McpServerSet>(std::vector<mcp::McpServerConfig>{time, fixture});
-  env->manager = manager;
+  env->backend = manager;
   env->agents["tool_agent"] = std::make_shared<ToolAgent>();
 
   const std::string queue = temporal::testing::unique_name("durable-fn");

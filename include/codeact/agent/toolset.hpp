@@ -37,29 +37,26 @@
 
 namespace codeact::agent {
 
-// What a tool (and the instructions function) knows about the run. Copyable and, apart from the
-// executor and cancel pointers, JSON-serializable (to_json below) so a durable layer can ship it
-// to an activity.
+// What a tool (and the instructions function) knows about the run. Copyable; apart from the
+// executor, cancel and messages pointers it is plain data, so the durable layer ships it to an
+// activity (its JSON form is in durable/payloads.hpp).
 struct RunContext {
-  Json deps;                 // user data for tools and instructions (e.g. {"sandbox_id": ...})
+  Json deps;  // user data for tools and instructions (e.g. {"sandbox_id": ...})
   std::string agent_name;
   std::string run_id;
-  int run_step = 0;          // 1 for the first model request
-  llm::Usage usage;          // usage so far
-  std::string prompt;        // the user prompt of this run
+  int run_step = 0;    // 1 for the first model request
+  llm::Usage usage;    // usage so far
+  std::string prompt;  // the user prompt of this run
   // Set for tool calls:
   std::string tool_name;
   std::string tool_call_id;
-  int retry = 0;             // how many times this tool has failed in a row so far
+  int retry = 0;  // how many times this tool has failed in a row so far
   int max_retries = 0;
   // Not serialized:
-  Executor* executor = nullptr;            // where to resume after blocking work (null = inline)
+  Executor* executor = nullptr;  // where to resume after blocking work (null = inline)
   const core::CancelToken* cancel = nullptr;
   const std::vector<llm::ModelMessage>* messages = nullptr;  // the conversation so far
 };
-
-Json to_json(const RunContext& ctx);
-core::Result<RunContext> run_context_from_json(const Json& j);
 
 struct ToolReturn {
   Json content;
@@ -74,10 +71,6 @@ struct ModelRetry {
 
 using ToolOutcome = std::variant<ToolReturn, ModelRetry>;
 using ToolResult = core::Result<ToolOutcome>;
-
-Json to_json(const ToolResult& result);  // {"kind": "return"|"retry"|"error", ...}
-core::Result<ToolResult> tool_result_from_json(const Json& j);
-
 
 // A tool definition as the agent sees it: what the model is told plus the loop's policy.
 struct ToolInfo {
@@ -136,8 +129,8 @@ struct Tool {
     return t;
   }
 
-  // A tool defined by a JSON schema; arguments are checked against the schema (validate_json_schema)
-  // before `fn` sees them.
+  // A tool defined by a JSON schema; arguments are checked against the schema
+  // (validate_json_schema) before `fn` sees them.
   static Tool from_schema(std::string name, std::string description, Json parameters_schema,
                           std::function<ToolResult(const Json& args, const RunContext& ctx)> fn);
 
@@ -232,7 +225,8 @@ class RenamedToolset : public WrapperToolset {
 // name. call_tool routes by the most recent listing (listing again when it has none).
 class CombinedToolset : public Toolset {
  public:
-  explicit CombinedToolset(std::vector<std::shared_ptr<Toolset>> toolsets, std::string id = "combined")
+  explicit CombinedToolset(std::vector<std::shared_ptr<Toolset>> toolsets,
+                           std::string id = "combined")
       : toolsets_(std::move(toolsets)), id_(std::move(id)) {}
   std::string id() const override { return id_; }
   Task<core::Result<std::vector<ToolInfo>>> get_tools(const RunContext& ctx) override;

@@ -1,21 +1,21 @@
 // CodeAct agents (after the seed's BaseAgent -> CodeActAgent -> SimpleAgent) and a direct-mode run.
 //
-//   BaseAgent     supplies what every agent needs: its name (the key in agent_prompts.yml), the
-//                 model (hook llm_model; default: --model, else app_conf.yml llm.<provider>), its
-//                 prompts, and the functions sandbox code may call — MCP servers (hook
-//                 mcp_servers, names from app_conf.yml mcp_servers), C++ host functions and
-//                 custom Python functions (hooks host_functions / custom_functions).
-//   CodeActAgent  binds an agent::Agent to one sandbox: SandboxTools (the sandbox id fixed), the
-//                 functions::SandboxFunctions bridge for cells, and instructions re-rendered before every model
-//                 request from the sandbox's live state (sandbox_instructions()).
+//   BaseAgent     what every agent supplies through its hooks: its name (the key in
+//                 agent_prompts.yml), the model (llm_model; default: --model, else app_conf.yml
+//                 llm.<provider>), and the functions sandbox code may call — MCP servers
+//                 (mcp_servers, names from app_conf.yml mcp_servers), C++ host functions and
+//                 custom Python functions (host_functions / custom_functions).
+//   CodeActAgent  adds the tools the model calls: SandboxTools on its sandbox minus
+//                 excluded_tools(), plus any toolsets() of its own (run on the host).
 //   SimpleAgent   the minimal concrete agent, "simple_agent".
 //   make_agent()  by name: "simple_agent", or any agent listed in agent_prompts.yml.
 //
-// There is ONE agent loop (agent::Agent::run_task). run_direct() drives it in-process; the durable
-// layer will drive the same bound agent inside a workflow by wrapping its model and toolsets
-// (agent::RunDrivers), with the sandbox lifecycle and the prompt-variable gathering as activities.
-// For that, everything a worker needs to rebuild a bound agent is data: the agent name, the
-// model name, SandboxToolsOptions and the sandbox id.
+// An agent is bound to a sandbox by AgentBinder (agent_binding.hpp) — the ONE binding both modes
+// use — and a run's sandbox goes through SandboxRun (sandbox_run.hpp) in both modes.
+// run_direct() runs them in this process; the durable layer runs the same binding and lifecycle
+// inside a workflow, each effect an activity (durable/workflows.hpp). Hooks must be thread-safe
+// and answer the same for the same builder: a durable worker calls them again for each activity
+// (llm_model and the functions once per worker and model name / MCP servers).
 //
 // The output (CodeActAgentOutput, the seed's shape) is filled by codeact, not by the model:
 // message = the model's final answer, file_paths = files under /output that appeared or changed
@@ -30,16 +30,17 @@
 
 #include "codeact/agent/agent.hpp"
 #include "codeact/agent/prompts.hpp"
+#include "codeact/codeact/agent_binding.hpp"
+#include "codeact/codeact/agent_builder.hpp"
+#include "codeact/codeact/prompt_variables.hpp"
+#include "codeact/codeact/sandbox_run.hpp"
+#include "codeact/codeact/sandbox_tools.hpp"
+#include "codeact/core/cancel.hpp"
 #include "codeact/functions/host_function.hpp"
 #include "codeact/functions/python_functions.hpp"
-#include "codeact/codeact/prompt_variables.hpp"
-#include "codeact/codeact/sandbox_tools.hpp"
 #include "codeact/functions/sandbox_functions.hpp"
-#include "codeact/core/config.hpp"
 #include "codeact/llm/model.hpp"
-#include "codeact/llm/model_factory.hpp"
-#include "codeact/mcp/server_set.hpp"
-#include "codeact/sandbox/sandbox_manager.hpp"
+#include "codeact/sandbox/sandbox_backend.hpp"
 
 namespace codeact::codeact {
 
@@ -50,32 +51,6 @@ struct CodeActAgentOutput {
   core::Json to_json() const;
 };
 
-// ---------------------------------------------------------------------------------------------
-// Building
-
-// What agents are built from (the seed's AgentBuilder): prompts, app config, the model to use.
-struct AgentBuilder {
-  std::shared_ptr<const agent::PromptBook> prompts;
-  agent::AppConfig config;        // llm.<provider>, mcp_servers
-  std::string model;              // "provider:model"; "" = from config (resolve_model_name)
-  llm::ModelConfig model_config;  // transport, retries; llm_config is filled from `config`
-  std::shared_ptr<mcp::McpServerSet>
-      mcp;              // null = built from config.mcp_servers when an agent asks
-  core::EnvLookup env;  // null = the process environment
-
-  // Loads agent_prompts.yml and app_conf.yml (search order of agent/prompts.hpp). A missing
-  // app_conf.yml is not an error (providers then come from the environment); a missing
-  // agent_prompts.yml is NotFound naming where it was looked for.
-  static core::Result<AgentBuilder> load(const std::string& prompts_path = "",
-                                         const std::string& config_path = "");
-};
-
-// The model name to use: `builder.model` if set, else the first provider of app_conf.yml `llm:`
-// (in the order gemini, openai, anthropic, then the others) whose api key is set (in the file or
-// <PROVIDER>_API_KEY), as "<provider>:<model_name>". FailedPrecondition otherwise, saying which
-// flag or environment variable to set.
-core::Result<std::string> resolve_model_name(const AgentBuilder& builder);
-
 class BaseAgent {
  public:
   explicit BaseAgent(std::string name) : name_(std::move(name)) {}
@@ -83,6 +58,8 @@ class BaseAgent {
   const std::string& name() const { return name_; }
 
   // Hooks (the seed's _get_llm_model, _get_mcp_toolsets, _get_custom_functions).
+  // The model for `builder` (builder.model is the model asked for, "" = the configured one).
+  // Default: llm::make_model(resolve_model_name(builder)) with the builder's llm config.
   virtual core::Result<std::shared_ptr<llm::Model>> llm_model(const AgentBuilder& builder) const;
   // Names of app_conf.yml mcp_servers whose tools sandbox code may call. Default: none.
   virtual std::vector<std::string> mcp_servers(const AgentBuilder&) const { return {}; }
@@ -94,7 +71,7 @@ class BaseAgent {
       const AgentBuilder& builder) const;
   // The functions callable from cells, or null when the hooks give none. `extra_mcp_servers`
   // (names of app_conf.yml mcp_servers, e.g. from `codeact run --mcp`) are offered too.
-  core::Result<std::shared_ptr<functions::SandboxFunctions>> functions(
+  core::Result<std::shared_ptr<functions::SandboxFunctions>> sandbox_functions(
       const AgentBuilder& builder, const std::vector<std::string>& extra_mcp_servers = {}) const;
 
  private:
@@ -110,7 +87,8 @@ struct CodeActRunOptions {
   bool keep_sandbox = false;   // leave the container running at the end
   bool remove_volume = false;  // also remove the sandbox's volume at the end
   SandboxToolsOptions tools;   // sandbox_id is set by the run
-  std::vector<std::string> mcp_servers;  // app_conf.yml mcp_servers callable from cells (besides the agent's)
+  // app_conf.yml mcp_servers callable from cells (besides the agent's).
+  std::vector<std::string> mcp_servers;
   std::optional<agent::UsageLimits> usage_limits;
   std::vector<llm::ModelMessage> message_history;
   std::string run_id;  // "" = random
@@ -122,7 +100,7 @@ struct CodeActRunOptions {
 struct CodeActRunResult {
   CodeActAgentOutput output;
   agent::AgentRunResult run;
-  std::string model_name;
+  std::string model_name;  // AgentBinding::model_name(), e.g. "openai:gpt-4.1"
 };
 
 class CodeActAgent : public BaseAgent {
@@ -131,22 +109,20 @@ class CodeActAgent : public BaseAgent {
 
   // Tools the model does not get (the seed's blacklist). Default: none.
   virtual std::vector<std::string> excluded_tools() const { return {}; }
+  // Toolsets the model calls directly besides the sandbox tools, run on the host (in durable
+  // mode each call is a codeact.tool_call activity routed by the toolset's id()). Called once per
+  // binding; ids must differ from "sandbox" and from each other. Default: none.
+  virtual std::vector<std::shared_ptr<agent::Toolset>> toolsets(const AgentBuilder&) const {
+    return {};
+  }
 
-  // The agent loop bound to `sandbox_id` (which must be running). The system prompt is rendered
-  // once with the sandbox's variables at bind time; the instructions before every request.
-  core::Result<std::shared_ptr<agent::Agent>> bind(const AgentBuilder& builder,
-                                                   std::shared_ptr<llm::Model> model,
-                                                   std::shared_ptr<sandbox::SandboxManager> manager,
-                                                   const std::string& sandbox_id,
-                                                   const SandboxToolsOptions& tools,
-                                                   const std::vector<std::string>& extra_mcp_servers = {}) const;
-
-  // Direct mode: starts (or resumes) the sandbox, runs the task, collects the produced files and
-  // stops the sandbox (volume kept unless remove_volume). On failure the sandbox's container is
-  // removed (volume kept unless remove_volume) and the error says what failed; a usage limit is
-  // ResourceExhausted naming it.
+  // Direct mode: the SandboxRun of one task in this process — start (or resume) the sandbox,
+  // bind the agent, run the task, collect the produced files, stop the sandbox (volume kept
+  // unless remove_volume). On failure or a cancel the container is removed (volume kept unless
+  // remove_volume) and the error says what failed (and the cleanup, if it failed too); a usage
+  // limit is ResourceExhausted naming it. The model is resolved before the sandbox starts.
   core::Result<CodeActRunResult> run_direct(const std::string& task, const AgentBuilder& builder,
-                                            std::shared_ptr<sandbox::SandboxManager> manager,
+                                            std::shared_ptr<sandbox::SandboxBackend> backend,
                                             CodeActRunOptions options) const;
 };
 
@@ -159,9 +135,5 @@ class SimpleAgent final : public CodeActAgent {
 // of that name; NotFound listing the known agents otherwise.
 core::Result<std::shared_ptr<CodeActAgent>> make_agent(const std::string& name,
                                                        const AgentBuilder& builder);
-
-// Files under `root` that are new or changed (size or mtime) in `after` compared to `before`.
-std::vector<std::string> produced_files(const std::vector<sandbox::FileEntry>& before,
-                                        const std::vector<sandbox::FileEntry>& after);
 
 }  // namespace codeact::codeact

@@ -34,7 +34,6 @@
 #include <vector>
 
 #include "codeact/agent/toolset.hpp"
-#include "codeact/core/json.hpp"
 #include "codeact/core/result.hpp"
 #include "codeact/functions/sandbox_functions.hpp"
 #include "codeact/sandbox/sandbox_backend.hpp"
@@ -52,8 +51,6 @@ struct SandboxToolsOptions {
 
   // InvalidArgument naming the first field out of range (timeouts below 1 s, negative limits).
   core::Status validate() const;
-  core::Json to_json() const;
-  static core::Result<SandboxToolsOptions> from_json(const core::Json& j);
   bool operator==(const SandboxToolsOptions&) const = default;
 };
 

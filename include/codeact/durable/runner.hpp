@@ -12,15 +12,15 @@
 // only. Thread-safe: shutdown() may be called from any thread (a signal-handling one).
 #pragma once
 
-#include <functional>
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
-#include <thread>
-#include <vector>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "codeact/durable/endpoint.hpp"
 #include "codeact/durable/workflows.hpp"
@@ -28,14 +28,14 @@
 namespace codeact::durable {
 
 struct WorkerRunnerOptions {
-  std::string task_queue;  // "" = $TASK_QUEUE, else "codeact"
-  std::string temporal;    // HOST:PORT; "" = temporal.url, else the embedded dev server
+  std::string task_queue;    // "" = $TASK_QUEUE, else "codeact"
+  std::string temporal;      // HOST:PORT; "" = temporal.url, else the embedded dev server
   std::string config_path;   // app_conf.yml; "" = the usual search
   std::string prompts_path;  // agent_prompts.yml; "" = the usual search (built-in prompts if none)
   std::string model;         // default model for runs that name none; "" = from config
   std::optional<codeact::AgentBuilder> builder;  // used as is instead of loading the two files
   int max_concurrent_activities = 16;
-  std::shared_ptr<sandbox::SandboxManager> manager;  // null = a new one on the local Docker
+  std::shared_ptr<sandbox::SandboxBackend> backend;  // null = a SandboxManager on the local Docker
   std::function<void(const std::string&)> progress;  // "starting the embedded ..." lines
   // How often to look for sandboxes orphaned by terminated or timed-out runs (whose workflow code
   // never got to clean up): a running sandbox whose id is the id of a codeact workflow that ended
@@ -79,8 +79,15 @@ class CodeActWorkerRunner {
 // $TASK_QUEUE, else "codeact".
 std::string default_task_queue();
 
-// One pass of the reaper (see WorkerRunnerOptions::reap_interval_seconds); returns the ids of the
-// sandboxes it stopped.
-std::vector<std::string> reap_orphaned_sandboxes(temporal::Client& client, sandbox::SandboxManager& manager);
+// What one pass of the reaper did: the sandboxes it stopped, and what went wrong (listing the
+// sandboxes, asking Temporal about a workflow, stopping a sandbox), each saying which sandbox.
+struct ReapResult {
+  std::vector<std::string> stopped;
+  std::vector<std::string> problems;
+};
+
+// One pass of the reaper (see WorkerRunnerOptions::reap_interval_seconds). The runner's loop
+// logs each problem as a warning.
+ReapResult reap_orphaned_sandboxes(temporal::Client& client, sandbox::SandboxBackend& backend);
 
 }  // namespace codeact::durable

@@ -1,0 +1,244 @@
+// What crosses Temporal: the durable workflows' inputs and outputs and the codeact.* activities'
+// payloads, each a struct with ONE JSON mapping (to_json / from_json here, nowhere else).
+//
+// from_json is strict: a missing required key, a value of the wrong type and an unknown key (a
+// misspelling) are InvalidArgument errors naming the payload and the key, never a silent
+// default; null means "not set" for optional keys. What that failure does:
+//   - a malformed activity input fails the activity as InvalidArgument, which is not retried;
+//   - a malformed workflow input or activity result fails the workflow with the message (workflow
+//     code reads payloads only through these functions, so nothing there throws).
+// The readers accept every shape these workflows have written (tests/durable/histories): runs in
+// flight keep replaying across upgrades. No payload holds a credential: names and data only.
+//
+// Plain data; thread-compatible.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codeact/agent/agent.hpp"
+#include "codeact/agent/toolset.hpp"
+#include "codeact/codeact/agent_binding.hpp"
+#include "codeact/codeact/sandbox_run.hpp"
+#include "codeact/codeact/sandbox_tools.hpp"
+#include "codeact/core/json.hpp"
+#include "codeact/core/result.hpp"
+#include "codeact/llm/messages.hpp"
+#include "codeact/llm/model.hpp"
+#include "codeact/sandbox/sandbox_types.hpp"
+
+namespace codeact::durable {
+
+using core::Json;
+
+// ---------------------------------------------------------------------------------------------
+// Activity options (app_conf.yml `durable.activities`, and the workflow input's "activities")
+
+struct ActivityPolicy {
+  double start_to_close_seconds = 600;
+  double heartbeat_seconds = 10;  // 0 = no heartbeat timeout
+  int max_attempts = 0;           // 0 = unlimited
+  double initial_retry_seconds = 1;
+  Json to_json() const;
+  // Missing keys keep `defaults`.
+  static core::Result<ActivityPolicy> from_json(const Json& j, ActivityPolicy defaults);
+};
+
+struct ActivityPolicies {
+  ActivityPolicy model{300, 10, 5, 1};
+  ActivityPolicy tool{1800, 10, 10, 1};   // a cell's own timeout is enforced by the kernel
+  ActivityPolicy sandbox{900, 10, 5, 1};  // start may build an image or install packages
+  Json to_json() const;
+  // {model?, tool?, sandbox?}; missing kinds and keys keep their defaults.
+  static core::Result<ActivityPolicies> from_json(const Json& j);
+};
+
+// ---------------------------------------------------------------------------------------------
+// Workflow inputs and outputs
+
+// What a task run needs; the input of CodeActTaskWorkflow. No secrets.
+struct TaskInput {
+  std::string task;                    // REQUIRED
+  std::string agent = "simple_agent";  // a name the worker knows (registered, or agent_prompts.yml)
+  std::string model;                   // "provider:model"; "" = the worker's configured model
+  std::string sandbox_id;              // "" = the workflow id
+  std::vector<std::string> python_packages;
+  std::vector<std::string> system_packages;
+  // Names of the worker's app_conf.yml mcp_servers whose tools cells may call (besides the
+  // agent's own). Names only: the servers, their credentials and sessions live on the worker.
+  std::vector<std::string> mcp_servers;
+  bool network = false;
+  bool keep_sandbox = false;   // leave the container running at the end
+  bool remove_volume = false;  // remove the volume at the end
+  std::optional<agent::UsageLimits> usage_limits;
+  codeact::SandboxToolsOptions tools;  // sandbox_id is filled in by the workflow
+  ActivityPolicies activities;
+  std::vector<llm::ModelMessage> message_history;
+
+  Json to_json() const;
+  // A bare string is a task with defaults (the seed's SimpleAgentWorkflow input).
+  static core::Result<TaskInput> from_json(const Json& j);
+};
+
+struct TaskOutput {
+  std::string output;
+  std::string workflow_id;
+  std::string sandbox_id;
+  std::vector<std::string> files;  // produced during the run (sandbox paths under /output)
+  Json usage = Json::object();     // requests, tokens, tool_calls
+  std::string model;
+  std::string agent;
+  std::string run_id;
+  std::string warning;  // "" = none; e.g. stopping the sandbox at the end failed
+  Json to_json() const;
+  static core::Result<TaskOutput> from_json(const Json& j);
+};
+
+struct ChatInput {
+  TaskInput base;  // everything but task; base.task is unused
+  double idle_timeout_seconds = 3600;
+  int max_turns_per_run = 20;
+  // Carried across continue-as-new:
+  Json turns =
+      Json::array();  // [{task, output, files, usage} | {task, output: null, files, error}]
+  std::vector<std::string> pending;  // messages received, not yet answered
+  bool sandbox_started = false;
+  int runs = 1;  // workflow runs of this chat so far (1 + continue-as-new count)
+  Json to_json() const;
+  // null is a chat with defaults. "pending" items are messages: a string or {"task": ...}.
+  static core::Result<ChatInput> from_json(const Json& j);
+};
+
+// A message for a chat (the send_user_task signal's argument): a string or {"task": ...}.
+core::Result<std::string> chat_message_from_json(const Json& j);
+
+// ---------------------------------------------------------------------------------------------
+// Activity payloads
+
+// The bound agent an agent activity serves: which agent, bound how (codeact::BindOptions). The
+// worker binds the same agent again from it. JSON: the keys agent, sandbox_id, model, mcp_servers
+// and tools at the top level of the activity's input.
+struct AgentTarget {
+  std::string agent;          // REQUIRED
+  codeact::BindOptions bind;  // bind.sandbox_id REQUIRED
+};
+
+// codeact.sandbox_start
+struct SandboxStartInput {
+  codeact::SandboxPlan plan;  // keep_sandbox / remove_volume do not travel (the end decides)
+  Json to_json() const;
+  static core::Result<SandboxStartInput> from_json(const Json& j);
+};
+struct SandboxStartOutput {
+  std::string sandbox_id;
+  bool resumed = false;
+  std::string volume;
+  Json to_json() const;
+  static core::Result<SandboxStartOutput> from_json(const Json& j);
+};
+
+// codeact.sandbox_files
+struct SandboxFilesInput {
+  std::string sandbox_id;
+  Json to_json() const;
+  static core::Result<SandboxFilesInput> from_json(const Json& j);
+};
+struct SandboxFilesOutput {
+  std::vector<sandbox::FileEntry> files;  // under /output
+  Json to_json() const;
+  static core::Result<SandboxFilesOutput> from_json(const Json& j);
+};
+
+// codeact.sandbox_finish
+struct SandboxFinishInput {
+  std::string sandbox_id;
+  codeact::SandboxEnd end = codeact::SandboxEnd::kStop;  // JSON "mode": "stop" | "remove" | "keep"
+  bool remove_volume = false;
+  Json to_json() const;
+  static core::Result<SandboxFinishInput> from_json(const Json& j);
+};
+struct SandboxFinishOutput {
+  codeact::SandboxEnd end = codeact::SandboxEnd::kStop;
+  bool volume_removed = false;
+  Json to_json() const;
+  static core::Result<SandboxFinishOutput> from_json(const Json& j);
+};
+
+// codeact.agent_prepare
+struct AgentPrepareInput {
+  AgentTarget target;
+  Json to_json() const;
+  static core::Result<AgentPrepareInput> from_json(const Json& j);
+};
+// The tools of one of the bound agent's toolsets, as listed on the worker.
+struct ToolsetListing {
+  std::string id;
+  std::vector<agent::ToolInfo> tools;
+};
+// The bound agent as the workflow runs it (AgentBinding: its system prompt rendered from the
+// sandbox, its toolsets' tools, its retries, its model's name). Reads the first shape too, whose
+// one toolset ("tools") was SandboxTools.
+struct AgentPrepareOutput {
+  std::vector<std::string> system_prompts;
+  std::vector<ToolsetListing> toolsets;
+  int max_tool_retries = 3;
+  std::string model;
+  Json to_json() const;
+  static core::Result<AgentPrepareOutput> from_json(const Json& j);
+};
+
+// codeact.model_request: the model request of one step; the worker renders the instructions
+// (they read the sandbox) and puts them on the last request before calling the model.
+struct ModelRequestInput {
+  AgentTarget target;
+  std::vector<llm::ModelMessage> messages;
+  llm::ModelSettings settings;
+  llm::ModelRequestParameters params;
+  std::optional<agent::RunContext> ctx;  // the step's context for the instructions
+  Json to_json() const;
+  static core::Result<ModelRequestInput> from_json(const Json& j);
+};
+// Reads the first shape too: the bare response, no instructions (the workflow then recorded
+// none).
+struct ModelRequestOutput {
+  llm::ModelResponse response;
+  std::optional<std::string> instructions;  // what the worker put on the request
+  Json to_json() const;
+  static core::Result<ModelRequestOutput> from_json(const Json& j);
+};
+
+// codeact.tool_call: one call of one of the bound agent's toolsets; the result is a ToolResult.
+struct ToolCallInput {
+  AgentTarget target;
+  std::string toolset = codeact::SandboxTools::kId;  // the toolset's id()
+  agent::ToolCall call;
+  agent::RunContext ctx;  // executor, cancel and messages are not sent
+  Json to_json() const;
+  static core::Result<ToolCallInput> from_json(const Json& j);
+};
+
+// ---------------------------------------------------------------------------------------------
+// Values inside payloads
+
+// {deps, agent_name, run_id, run_step, usage, prompt, tool_name, tool_call_id, retry, max_retries}
+Json to_json(const agent::RunContext& ctx);
+core::Result<agent::RunContext> run_context_from_json(const Json& j);
+// {"kind": "return", content, text?} | {"kind": "retry", message} | {"kind": "error", code,
+// message}
+Json to_json(const agent::ToolResult& result);
+core::Result<agent::ToolResult> tool_result_from_json(const Json& j);
+// {definition, max_retries (null = the agent's), sequential}
+Json to_json(const agent::ToolInfo& info);
+core::Result<agent::ToolInfo> tool_info_from_json(const Json& j);
+// {sandbox_id, default_timeout_seconds, max_timeout_seconds, max_output_bytes, max_read_bytes,
+//  max_retries, files_root}; missing keys keep their defaults; the result is validate()d unless
+// sandbox_id is empty (a workflow input's options, bound later).
+Json to_json(const codeact::SandboxToolsOptions& options);
+core::Result<codeact::SandboxToolsOptions> sandbox_tools_options_from_json(const Json& j);
+// {path, size, mtime}
+Json to_json(const sandbox::FileEntry& file);
+Json to_json(const agent::UsageLimits& limits);
+core::Result<agent::UsageLimits> usage_limits_from_json(const Json& j);
+
+}  // namespace codeact::durable

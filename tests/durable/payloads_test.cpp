@@ -1,0 +1,282 @@
+// The typed payloads of the durable workflows and activities (payloads.hpp): one JSON mapping
+// each, strict (a misspelt or missing key, a wrong type: an error naming it), round trips, and
+// every payload the recorded histories hold read back by the typed readers.
+#include "codeact/durable/payloads.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "codeact/core/base64.hpp"
+#include "codeact/durable/activities.hpp"
+
+namespace codeact::durable {
+namespace {
+
+std::string message_of(const core::Status& s) { return s.ok() ? "ok" : s.error().message(); }
+template <typename T>
+std::string message_of(const core::Result<T>& r) {
+  return r.ok() ? "ok" : r.error().message();
+}
+
+TEST(TaskInputPayload, RoundTripsAndABareStringIsATask) {
+  TaskInput in;
+  in.task = "plot it";
+  in.agent = "analyst";
+  in.model = "openai:gpt-4.1";
+  in.python_packages = {"rich"};
+  in.mcp_servers = {"time"};
+  in.network = true;
+  in.usage_limits = agent::UsageLimits{};
+  in.usage_limits->request_limit = 7;
+  in.tools.default_timeout_seconds = 30;
+  in.activities.tool.max_attempts = 2;
+  auto back = TaskInput::from_json(in.to_json());
+  ASSERT_TRUE(back.ok()) << message_of(back);
+  EXPECT_EQ(back->to_json(), in.to_json());
+  EXPECT_EQ(back->tools.default_timeout_seconds, 30);
+  EXPECT_EQ(back->usage_limits->request_limit, 7);
+
+  auto bare = TaskInput::from_json(Json("say hi"));
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(bare->task, "say hi");
+  EXPECT_EQ(bare->agent, "simple_agent");
+}
+
+TEST(TaskInputPayload, AMisspeltKeyAWrongTypeAndAMissingTaskAreErrorsNamingThem) {
+  EXPECT_EQ(message_of(TaskInput::from_json(Json{{"task", "t"}, {"pyhton_packages", {"numpy"}}}))
+                .find("the task input: unknown key \"pyhton_packages\""),
+            0u);
+  EXPECT_EQ(message_of(TaskInput::from_json(Json{{"task", "t"}, {"network", "yes"}})),
+            "the task input: \"network\" must be true or false, got \"yes\"");
+  EXPECT_EQ(message_of(TaskInput::from_json(Json{{"agent", "simple_agent"}})),
+            "the task input: \"task\" is required");
+  EXPECT_NE(
+      message_of(TaskInput::from_json(Json{{"task", "t"}, {"tools", {{"max_timeout_secs", 5}}}}))
+          .find("unknown key \"max_timeout_secs\""),
+      std::string::npos);
+  EXPECT_NE(message_of(TaskInput::from_json(
+                           Json{{"task", "t"}, {"activities", {{"tools", Json::object()}}}}))
+                .find("the activity kinds are model, tool, sandbox"),
+            std::string::npos);
+  EXPECT_NE(message_of(
+                TaskInput::from_json(Json{{"task", "t"}, {"usage_limits", {{"request_limit", 0}}}}))
+                .find("usage_limits.request_limit must be a positive integer or null"),
+            std::string::npos);
+}
+
+TEST(TaskInputPayload, NullUsageLimitsAreTheDefaultsAndANullLimitIsNone) {
+  auto none = TaskInput::from_json(Json{{"task", "t"}, {"usage_limits", nullptr}});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->usage_limits.has_value());
+  auto unlimited =
+      TaskInput::from_json(Json{{"task", "t"}, {"usage_limits", {{"request_limit", nullptr}}}});
+  ASSERT_TRUE(unlimited.ok()) << message_of(unlimited);
+  EXPECT_FALSE(unlimited->usage_limits->request_limit.has_value());
+}
+
+TEST(ChatInputPayload, MinimalInputMessagesAndNoTaskKey) {
+  auto minimal = ChatInput::from_json(
+      Json{{"idle_timeout_seconds", 60}, {"max_turns_per_run", 2}, {"model", "m"}});
+  ASSERT_TRUE(minimal.ok()) << message_of(minimal);
+  EXPECT_EQ(minimal->max_turns_per_run, 2);
+  auto carried = ChatInput::from_json(
+      Json{{"pending", {"one", {{"task", "two"}}}}, {"runs", 2}, {"sandbox_started", true}});
+  ASSERT_TRUE(carried.ok()) << message_of(carried);
+  EXPECT_EQ(carried->pending, (std::vector<std::string>{"one", "two"}));
+  auto back = ChatInput::from_json(carried->to_json());
+  ASSERT_TRUE(back.ok()) << message_of(back);
+  EXPECT_EQ(back->to_json(), carried->to_json());
+  EXPECT_NE(message_of(ChatInput::from_json(Json{{"task", "not for a chat"}}))
+                .find("unknown key \"task\""),
+            std::string::npos);
+  EXPECT_NE(message_of(ChatInput::from_json(Json{{"pending", {42}}}))
+                .find("a chat message must be a string"),
+            std::string::npos);
+  EXPECT_EQ(message_of(chat_message_from_json(Json{{"task", ""}})),
+            "a chat message must not be empty");
+}
+
+TEST(ActivityPayloads, EachRoundTrips) {
+  codeact::SandboxPlan plan;
+  plan.sandbox_id = "s1";
+  plan.python_packages = {"rich"};
+  plan.network = true;
+  auto start = SandboxStartInput::from_json(SandboxStartInput{plan}.to_json());
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->to_json(), SandboxStartInput{plan}.to_json());
+
+  SandboxFinishInput finish{"s1", codeact::SandboxEnd::kRemove, true};
+  EXPECT_EQ(finish.to_json(),
+            (Json{{"sandbox_id", "s1"}, {"mode", "remove"}, {"remove_volume", true}}));
+  EXPECT_EQ(SandboxFinishInput::from_json(finish.to_json())->end, codeact::SandboxEnd::kRemove);
+  EXPECT_NE(
+      message_of(SandboxFinishInput::from_json(Json{{"sandbox_id", "s1"}, {"mode", "delete"}}))
+          .find("\"mode\" must be stop, remove or keep"),
+      std::string::npos);
+
+  SandboxFilesOutput files{{sandbox::FileEntry{"/output/a.csv", 12, 1700000000.5}}};
+  auto files_back = SandboxFilesOutput::from_json(files.to_json());
+  ASSERT_TRUE(files_back.ok());
+  EXPECT_EQ(files_back->files[0].mtime, 1700000000.5);
+
+  ToolCallInput call;
+  call.target.agent = "simple_agent";
+  call.target.bind.sandbox_id = "s1";
+  call.target.bind.mcp_servers = {"time"};
+  call.toolset = "math";
+  call.call = agent::ToolCall{"add", Json{{"a", 1}}, "c1"};
+  call.ctx.run_id = "r";
+  call.ctx.run_step = 3;
+  call.ctx.usage.input_tokens = 9;
+  auto call_back = ToolCallInput::from_json(call.to_json());
+  ASSERT_TRUE(call_back.ok()) << message_of(call_back);
+  EXPECT_EQ(call_back->to_json(), call.to_json());
+  EXPECT_EQ(call_back->target.bind.tools.sandbox_id, "s1")
+      << "the tools are bound to the target's sandbox";
+
+  AgentPrepareOutput prepared;
+  prepared.system_prompts = {"You are careful."};
+  agent::ToolInfo tool;
+  tool.definition.name = "add";
+  tool.max_retries = 2;
+  prepared.toolsets = {ToolsetListing{"math", {tool}}};
+  prepared.model = "openai:gpt-4.1";
+  auto prepared_back = AgentPrepareOutput::from_json(prepared.to_json());
+  ASSERT_TRUE(prepared_back.ok()) << message_of(prepared_back);
+  EXPECT_EQ(prepared_back->to_json(), prepared.to_json());
+
+  ModelRequestOutput reply;
+  reply.response.parts.push_back(llm::TextPart{"hi"});
+  reply.instructions = "Be brief.";
+  auto reply_back = ModelRequestOutput::from_json(reply.to_json());
+  ASSERT_TRUE(reply_back.ok()) << message_of(reply_back);
+  EXPECT_EQ(reply_back->instructions, "Be brief.");
+  EXPECT_EQ(reply_back->response.text(), "hi");
+}
+
+TEST(ActivityPayloads, TheFirstShapesAreStillRead) {
+  // codeact.agent_prepare answered with one list of tools: the sandbox's.
+  Json old_prepare{
+      {"system_prompts", {"S"}}, {"tools", Json::array()}, {"max_tool_retries", 3}, {"model", "m"}};
+  auto prepared = AgentPrepareOutput::from_json(old_prepare);
+  ASSERT_TRUE(prepared.ok()) << message_of(prepared);
+  ASSERT_EQ(prepared->toolsets.size(), 1u);
+  EXPECT_EQ(prepared->toolsets[0].id, "sandbox");
+  // codeact.model_request answered with the bare response.
+  llm::ModelResponse response;
+  response.parts.push_back(llm::TextPart{"done"});
+  auto reply = ModelRequestOutput::from_json(llm::to_json(response));
+  ASSERT_TRUE(reply.ok()) << message_of(reply);
+  EXPECT_EQ(reply->response.text(), "done");
+  EXPECT_FALSE(reply->instructions.has_value());
+}
+
+TEST(ValuePayloads, ToolResultsRunContextsAndToolInfosRoundTrip) {
+  for (const agent::ToolResult& r :
+       {agent::ToolResult(agent::ToolOutcome{agent::ToolReturn{Json{{"a", 1}}, std::nullopt}}),
+        agent::ToolResult(agent::ToolOutcome{agent::ModelRetry{"again"}}),
+        agent::ToolResult(core::unavailable("down")),
+        agent::ToolResult(agent::ToolOutcome{agent::ToolReturn{1, "one"}})}) {
+    auto back = tool_result_from_json(to_json(r));
+    ASSERT_TRUE(back.ok()) << message_of(back);
+    EXPECT_EQ(to_json(*back), to_json(r));
+  }
+  EXPECT_NE(message_of(tool_result_from_json(Json{{"kind", "maybe"}}))
+                .find("must be return, retry or error"),
+            std::string::npos);
+  agent::RunContext ctx;
+  ctx.deps = Json{{"sandbox_id", "s1"}};
+  ctx.run_step = 3;
+  ctx.tool_name = "t";
+  ctx.usage.input_tokens = 7;
+  auto back = run_context_from_json(to_json(ctx));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(to_json(*back), to_json(ctx));
+  EXPECT_NE(message_of(run_context_from_json(Json{{"run_step", "three"}}))
+                .find("\"run_step\" must be an integer"),
+            std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every payload of the recorded histories (tests/durable/histories) read by the typed readers.
+
+template <typename T>
+core::Status status_of(const core::Result<T>& r) {
+  if (r.ok()) return core::ok_status();
+  return r.error();
+}
+
+Json decode(const Json& payload) {
+  auto bytes = core::base64_decode(payload.value("data", ""));
+  if (!bytes.ok()) return nullptr;
+  auto j = core::parse_json(*bytes);
+  return j.ok() ? *j : Json(nullptr);
+}
+
+core::Status read_input(const std::string& activity, const Json& j) {
+  if (activity == kSandboxStartActivity) return status_of(SandboxStartInput::from_json(j));
+  if (activity == kSandboxFilesActivity) return status_of(SandboxFilesInput::from_json(j));
+  if (activity == kSandboxFinishActivity) return status_of(SandboxFinishInput::from_json(j));
+  if (activity == kAgentPrepareActivity) return status_of(AgentPrepareInput::from_json(j));
+  if (activity == kModelRequestActivity) return status_of(ModelRequestInput::from_json(j));
+  if (activity == kToolCallActivity) return status_of(ToolCallInput::from_json(j));
+  return core::not_found(activity);
+}
+
+core::Status read_result(const std::string& activity, const Json& j) {
+  if (activity == kSandboxStartActivity) return status_of(SandboxStartOutput::from_json(j));
+  if (activity == kSandboxFilesActivity) return status_of(SandboxFilesOutput::from_json(j));
+  if (activity == kSandboxFinishActivity) return status_of(SandboxFinishOutput::from_json(j));
+  if (activity == kAgentPrepareActivity) return status_of(AgentPrepareOutput::from_json(j));
+  if (activity == kModelRequestActivity) return status_of(ModelRequestOutput::from_json(j));
+  if (activity == kToolCallActivity) return status_of(tool_result_from_json(j));
+  return core::not_found(activity);
+}
+
+TEST(RecordedPayloads, EveryInputAndResultOfTheRecordedRunsIsRead) {
+  const std::string dir = std::string(CODEACT_SOURCE_DIR) + "/tests/durable/histories";
+  int inputs = 0, results = 0, starts = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    auto history = core::parse_json(std::string((std::istreambuf_iterator<char>(in)), {}));
+    ASSERT_TRUE(history.ok()) << entry.path();
+    std::map<std::string, std::string> activity_of;  // scheduled event id -> activity type
+    for (const auto& e : (*history)["events"]) {
+      const std::string type = e.value("eventType", "");
+      const std::string where =
+          entry.path().filename().string() + " event " + e.value("eventId", "");
+      if (type == "EVENT_TYPE_WORKFLOW_EXECUTION_STARTED") {
+        const Json& a = e["workflowExecutionStartedEventAttributes"];
+        Json input = decode(a["input"]["payloads"][0]);
+        const std::string workflow = a["workflowType"]["name"];
+        core::Status read = workflow == "CodeActChatWorkflow"
+                                ? status_of(ChatInput::from_json(input))
+                                : status_of(TaskInput::from_json(input));
+        EXPECT_TRUE(read.ok()) << where << ": " << message_of(read);
+        ++starts;
+      } else if (type == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED") {
+        const Json& a = e["activityTaskScheduledEventAttributes"];
+        const std::string activity = a["activityType"]["name"];
+        activity_of[e.value("eventId", "")] = activity;
+        core::Status read = read_input(activity, decode(a["input"]["payloads"][0]));
+        EXPECT_TRUE(read.ok()) << where << " " << activity << ": " << message_of(read);
+        ++inputs;
+      } else if (type == "EVENT_TYPE_ACTIVITY_TASK_COMPLETED") {
+        const Json& a = e["activityTaskCompletedEventAttributes"];
+        const std::string activity = activity_of[a.value("scheduledEventId", "")];
+        core::Status read = read_result(activity, decode(a["result"]["payloads"][0]));
+        EXPECT_TRUE(read.ok()) << where << " " << activity << ": " << message_of(read);
+        ++results;
+      }
+    }
+  }
+  EXPECT_GE(starts, 6);
+  EXPECT_GE(inputs, 50);
+  EXPECT_GE(results, 50);
+}
+
+}  // namespace
+}  // namespace codeact::durable
