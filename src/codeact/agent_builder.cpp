@@ -32,7 +32,7 @@ constexpr const char* kBuiltinPrompts = R"(simple_agent:
     Use execute_python to run code. Reply with a short summary when the task is done.
 )";
 
-bool has_key(const agent::LlmProviderConfig& p) { return !p.api_key.empty() || p.name == "ollama"; }
+bool has_key(const core::LlmProviderConfig& p) { return !p.api_key.empty() || p.name == "ollama"; }
 
 std::string provider_prefix(const std::string& config_key) {
   if (config_key == "gemini" || config_key == "google") return "google-gla";
@@ -60,7 +60,7 @@ Result<AgentBuilder> AgentBuilder::load(const std::string& prompts_path,
   } else {
     b.prompts = std::make_shared<const agent::PromptBook>(std::move(*book));
   }
-  auto config = agent::AppConfig::load(config_path);
+  auto config = core::AppConfig::load(config_path);
   if (!config.ok()) {
     if (!config_path.empty() || config.error().code() != core::Code::kNotFound)
       return std::move(config).error();

@@ -2,6 +2,7 @@
 // exactly as jinja2 renders them (expected texts recorded from jinja2 3.1.6), the seed's search
 // order and ${VAR} interpolation.
 #include "codeact/agent/prompts.hpp"
+#include "codeact/core/app_config.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -185,7 +186,7 @@ TEST(AppConfigTest, InterpolatesAndFallsBackToProviderKeyVariables) {
   };
   auto doc = core::load_yaml_file(std::string(CODEACT_SOURCE_DIR) + "/config/app_conf.yml");
   ASSERT_TRUE(doc.ok()) << doc.error().to_string();
-  auto config = AppConfig::from_json(*doc, "app_conf.yml", lookup);
+  auto config = core::AppConfig::from_json(*doc, "app_conf.yml", lookup);
   ASSERT_TRUE(config.ok()) << config.error().to_string();
   EXPECT_EQ(config->temporal_url, "temporal.internal:7233");
   EXPECT_EQ(config->temporal_namespace, "default");
@@ -203,7 +204,7 @@ TEST(AppConfigTest, InterpolatesAndFallsBackToProviderKeyVariables) {
 TEST(AppConfigTest, UnsetVariableWithoutDefaultIsAnError) {
   auto doc = core::parse_yaml("llm:\n  openai:\n    api_key: ${CODEACT_TEST_SURELY_UNSET_VAR}\n");
   ASSERT_TRUE(doc.ok());
-  auto config = AppConfig::from_json(*doc, "x.yml", [](const std::string&) { return std::optional<std::string>(); });
+  auto config = core::AppConfig::from_json(*doc, "x.yml", [](const std::string&) { return std::optional<std::string>(); });
   ASSERT_FALSE(config.ok());
   EXPECT_NE(config.error().message().find("CODEACT_TEST_SURELY_UNSET_VAR"), std::string::npos) << config.error().message();
 }
@@ -213,9 +214,9 @@ TEST(AppConfigTest, LoadsThroughAppConfigPathAndKeepsMcpServers) {
   std::string file = dir.write("conf.yml",
                                "temporal: {url: 'h:1', namespace: ns}\n"
                                "mcp_servers:\n  time: {command: uvx, args: [mcp-server-time]}\n");
-  ::setenv(kConfigPathEnv, file.c_str(), 1);
-  auto config = AppConfig::load();
-  ::unsetenv(kConfigPathEnv);
+  ::setenv(core::kConfigPathEnv, file.c_str(), 1);
+  auto config = core::AppConfig::load();
+  ::unsetenv(core::kConfigPathEnv);
   ASSERT_TRUE(config.ok()) << config.error().to_string();
   EXPECT_EQ(config->source, file);
   EXPECT_EQ(config->temporal_url, "h:1");

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "codeact/agent/prompts.hpp"
+#include "codeact/core/app_config.hpp"
 #include "codeact/core/config.hpp"
 #include "codeact/core/result.hpp"
 #include "codeact/llm/model_factory.hpp"
@@ -19,7 +20,7 @@ namespace codeact::codeact {
 
 struct AgentBuilder {
   std::shared_ptr<const agent::PromptBook> prompts;
-  agent::AppConfig config;        // llm.<provider>, mcp_servers
+  core::AppConfig config;         // llm.<provider>, mcp_servers
   std::string model;              // "provider:model"; "" = from config (resolve_model_name)
   llm::ModelConfig model_config;  // transport, retries; llm_config is filled from `config`
   std::shared_ptr<mcp::McpServerSet> mcp;  // null = built from config.mcp_servers when needed
