@@ -9,6 +9,7 @@
 #include <random>
 
 #include "codeact/agent/agent.hpp"
+#include "codeact/core/time.hpp"
 
 namespace codeact::agent {
 
@@ -109,7 +110,7 @@ class AgentRun {
         settings_(options_.model_settings ? opts_.model_settings.merged(*options_.model_settings)
                                           : opts_.model_settings),
         now_(drivers.now ? drivers.now
-                         : std::function<std::string()>([] { return llm::now_timestamp(); })),
+                         : std::function<std::string()>([] { return core::now_rfc3339(); })),
         executor_(drivers.executor) {}
 
   Task<Result<AgentRunResult>> run() {

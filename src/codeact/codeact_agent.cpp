@@ -11,7 +11,6 @@
 #include "codeact/core/log.hpp"
 #include "codeact/llm/model_factory.hpp"
 #include "codeact/mcp/server_config.hpp"
-#include "codeact/sandbox/sandbox_manager.hpp"
 
 namespace codeact::codeact {
 namespace {
@@ -66,40 +65,50 @@ class DirectRunSteps final : public RunSteps {
 };
 
 // The lifecycle as the lines `codeact run --no-durable` prints.
-void report_progress(const SandboxRunEvent& e, const SandboxPlan& plan,
-                     const std::function<void(const std::string&)>& progress) {
-  auto say = [&](const std::string& line) {
-    if (progress) progress(line);
-  };
-  const std::string& id = e.sandbox_id;
-  switch (e.kind) {
-    case SandboxRunEvent::Kind::kStarting:
-      say(fmt::format("starting sandbox {}{}", id,
-                      plan.network ? " (network on)" : " (no network)"));
-      break;
-    case SandboxRunEvent::Kind::kStarted:
-      say(e.started.resumed ? fmt::format("sandbox {} resumed with its state", id)
-                            : fmt::format("sandbox {} started", id));
-      break;
-    case SandboxRunEvent::Kind::kFiles:
-    case SandboxRunEvent::Kind::kClosing:
-      break;
-    case SandboxRunEvent::Kind::kClosed:
-      if (!e.closed.ok()) {
-        core::log().warn("sandbox \"{}\": cleanup failed: {}", id, e.closed.error().message());
-        say(fmt::format("could not clean up sandbox {}: {}", id, e.closed.error().message()));
-      } else if (e.end == SandboxEnd::kKeep) {
-        say(fmt::format("sandbox {} left running (--keep-sandbox)", id));
-      } else if (e.end == SandboxEnd::kStop) {
-        say(fmt::format("sandbox {} stopped (its volume {} keeps the state)", id,
-                        sandbox::SandboxManager::volume_name(id)));
-      } else {
-        say(fmt::format("sandbox {} removed{}", id,
-                        plan.remove_volume ? " with its volume" : " (volume kept)"));
-      }
-      break;
+class ProgressLines {
+ public:
+  ProgressLines(const SandboxPlan& plan, std::function<void(const std::string&)> progress)
+      : plan_(plan), progress_(std::move(progress)) {}
+
+  void operator()(const SandboxRunEvent& e) {
+    const std::string& id = e.sandbox_id;
+    switch (e.kind) {
+      case SandboxRunEvent::Kind::kStarting:
+        say(fmt::format("starting sandbox {}{}", id,
+                        plan_.network ? " (network on)" : " (no network)"));
+        break;
+      case SandboxRunEvent::Kind::kStarted:
+        volume_ = e.started.volume;
+        say(e.started.resumed ? fmt::format("sandbox {} resumed with its state", id)
+                              : fmt::format("sandbox {} started", id));
+        break;
+      case SandboxRunEvent::Kind::kFiles:
+      case SandboxRunEvent::Kind::kClosing:
+        break;
+      case SandboxRunEvent::Kind::kClosed:
+        if (!e.closed.ok()) {
+          core::log().warn("sandbox \"{}\": cleanup failed: {}", id, e.closed.error().message());
+          say(fmt::format("could not clean up sandbox {}: {}", id, e.closed.error().message()));
+        } else if (e.end == SandboxEnd::kKeep) {
+          say(fmt::format("sandbox {} left running (--keep-sandbox)", id));
+        } else if (e.end == SandboxEnd::kStop) {
+          say(fmt::format("sandbox {} stopped (its volume {} keeps the state)", id, volume_));
+        } else {
+          say(fmt::format("sandbox {} removed{}", id,
+                          plan_.remove_volume ? " with its volume" : " (volume kept)"));
+        }
+        break;
+    }
   }
-}
+
+ private:
+  void say(const std::string& line) const {
+    if (progress_) progress_(line);
+  }
+  const SandboxPlan& plan_;
+  std::function<void(const std::string&)> progress_;
+  std::string volume_;
+};
 
 }  // namespace
 
@@ -179,10 +188,8 @@ Result<CodeActRunResult> CodeActAgent::run_direct(const std::string& task,
 
   agent::RunLoop loop;
   DirectRunSteps steps(binder, self, bind, &loop);
-  auto progress = options.on_progress;
-  SandboxRun run(steps, plan, [&plan, progress](const SandboxRunEvent& e) {
-    report_progress(e, plan, progress);
-  });
+  ProgressLines progress(plan, options.on_progress);
+  SandboxRun run(steps, plan, [&progress](const SandboxRunEvent& e) { progress(e); });
   agent::RunOptions ro;
   ro.message_history = std::move(options.message_history);
   ro.deps = Json{{"sandbox_id", plan.sandbox_id}};

@@ -238,7 +238,7 @@ struct RunOptions {
 struct RunDrivers {
   std::shared_ptr<AsyncModel> model;  // null = DirectModel(agent.model())
   Executor* executor = nullptr;       // given to tools through RunContext::executor
-  // Timestamps for message parts (RFC 3339). Default: llm::now_timestamp(); a workflow gives its
+  // Timestamps for message parts (RFC 3339). Default: core::now_rfc3339(); a workflow gives its
   // deterministic clock.
   std::function<std::string()> now;
 };
