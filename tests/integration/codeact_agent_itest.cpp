@@ -187,7 +187,7 @@ TEST_F(CodeActAgentTest, UsageLimitEndsTheRunWithAClearErrorAndRemovesTheContain
   EXPECT_NE(progress.back().find("removed"), std::string::npos) << progress.back();
 }
 
-// An agent whose cells may call a C++ host function through the CodeActToolset's bridge.
+// An agent whose cells may call a C++ host function through the SandboxFunctions' bridge.
 class AddingAgent final : public CodeActAgent {
  public:
   AddingAgent() : CodeActAgent("simple_agent") {}
