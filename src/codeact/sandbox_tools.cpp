@@ -374,9 +374,10 @@ core::Status SandboxToolsOptions::validate() const {
   if (sandbox_id.empty()) return bad("sandbox_id is required");
   if (!(max_timeout_seconds >= 1))
     return bad(fmt::format("max_timeout_seconds must be >= 1, not {:g}", max_timeout_seconds));
-  if (!(default_timeout_seconds >= 1))
+  // A default below 1 s is raised to 1 s, like a timeout the model asks for (timeout_for).
+  if (!(default_timeout_seconds > 0))
     return bad(
-        fmt::format("default_timeout_seconds must be >= 1, not {:g}", default_timeout_seconds));
+        fmt::format("default_timeout_seconds must be positive, not {:g}", default_timeout_seconds));
   if (max_output_bytes < 0 || max_read_bytes < 0)
     return bad("max_output_bytes and max_read_bytes must be >= 0 (0 = no limit)");
   if (max_retries < 0) return bad("max_retries must be >= 0");

@@ -127,6 +127,8 @@ TEST_F(SandboxToolsUnit, TimeoutsAreClampedToWhatTheOptionsAllow) {
   EXPECT_EQ(asked({{"timeout", 30}}), 30);
   EXPECT_EQ(asked({{"timeout", 5000}}), 900) << "at most max_timeout_seconds";
   EXPECT_EQ(SandboxTools::timeout_for(options_, 0.2), 1) << "at least one second";
+  options_.default_timeout_seconds = 0.5;
+  EXPECT_EQ(asked(Json::object()), 1) << "a default below a second is a second";
   options_.default_timeout_seconds = 2000;
   EXPECT_EQ(asked(Json::object()), 900) << "a default above the maximum is cut to it";
   // Below the schema's minimum is the model's mistake: a retry prompt, nothing runs.

@@ -49,7 +49,8 @@ struct SandboxToolsOptions {
   int max_retries = 3;                   // failures in a row per tool before the run fails
   std::string files_root = "/output";    // list_files default
 
-  // InvalidArgument naming the first field out of range (timeouts below 1 s, negative limits).
+  // InvalidArgument naming the first field out of range (no sandbox id, a maximum timeout below
+  // 1 s, a default that is not positive, negative limits).
   core::Status validate() const;
   bool operator==(const SandboxToolsOptions&) const = default;
 };
