@@ -8,7 +8,8 @@
 // What it does not do is run Python or bash: a test scripts cells with on_execute / on_bash (the
 // default cell succeeds and prints nothing). Like the real kernel, a cell or script with an
 // execution_id runs once: the same id again returns the recorded result with `replayed` set.
-// fail_next(op, error) makes the next call of an operation fail, for error-mapping tests.
+// fail_next(op, error[, id]) makes the next call of an operation (on that sandbox) fail, for
+// error-mapping tests.
 // Paths follow the real sandbox: relative paths are under /output; reads and writes outside
 // /output are PermissionDenied; a missing file or variable is NotFound.
 //
@@ -67,9 +68,10 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   std::function<Result<sandbox::BashResult>(Sandbox&, const std::string& script, double timeout)>
       on_bash;
 
-  void fail_next(const std::string& op, core::Error error) {
+  // The next call of `op` (on sandbox `id`, when given) fails with `error`.
+  void fail_next(const std::string& op, core::Error error, const std::string& id = "") {
     std::lock_guard lock(mu_);
-    failures_.insert_or_assign(op, std::move(error));
+    failures_.push_back(Failure{op, id, std::move(error)});
   }
   std::vector<Call> calls() const {
     std::lock_guard lock(mu_);
@@ -102,7 +104,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
            Json{{"python_packages", options.python_packages},
                 {"system_packages", options.system_packages},
                 {"network", options.network}});
-    CODEACT_TRY_STATUS(injected("start"));
+    CODEACT_TRY_STATUS(injected("start", id));
     auto [it, created] = sandboxes_.try_emplace(id);
     Sandbox& s = it->second;
     if (created) s.options = options;
@@ -117,7 +119,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   core::Status stop(const std::string& id) override {
     std::lock_guard lock(mu_);
     record("stop", id, Json::object());
-    CODEACT_TRY_STATUS(injected("stop"));
+    CODEACT_TRY_STATUS(injected("stop", id));
     CODEACT_TRY(Sandbox * s, find(id));
     s->running = false;
     return core::ok_status();
@@ -125,7 +127,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   Result<sandbox::SandboxInfo> restart(const std::string& id) override {
     std::lock_guard lock(mu_);
     record("restart", id, Json::object());
-    CODEACT_TRY_STATUS(injected("restart"));
+    CODEACT_TRY_STATUS(injected("restart", id));
     CODEACT_TRY(Sandbox * s, find(id));
     s->running = true;
     return info_of(id, *s);
@@ -133,7 +135,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   core::Status remove(const std::string& id, bool volume = false) override {
     std::lock_guard lock(mu_);
     record("remove", id, Json{{"volume", volume}});
-    CODEACT_TRY_STATUS(injected("remove"));
+    CODEACT_TRY_STATUS(injected("remove", id));
     CODEACT_TRY(Sandbox * s, find(id));
     if (volume) {
       sandboxes_.erase(id);
@@ -145,14 +147,14 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   Result<sandbox::SandboxInfo> info(const std::string& id) override {
     std::lock_guard lock(mu_);
     record("info", id, Json::object());
-    CODEACT_TRY_STATUS(injected("info"));
+    CODEACT_TRY_STATUS(injected("info", id));
     CODEACT_TRY(Sandbox * s, find(id));
     return info_of(id, *s);
   }
   Result<std::vector<sandbox::SandboxInfo>> list() override {
     std::lock_guard lock(mu_);
     record("list", "", Json::object());
-    CODEACT_TRY_STATUS(injected("list"));
+    CODEACT_TRY_STATUS(injected("list", ""));
     std::vector<sandbox::SandboxInfo> out;
     for (auto& [id, s] : sandboxes_) out.push_back(info_of(id, s));
     return out;
@@ -167,7 +169,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
                 {"timeout_seconds", request.timeout_seconds},
                 {"max_output_bytes", request.max_output_bytes},
                 {"has_bridge", static_cast<bool>(request.bridge)}});
-    CODEACT_TRY_STATUS(injected("execute"));
+    CODEACT_TRY_STATUS(injected("execute", id));
     CODEACT_TRY(Sandbox * s, running(id));
     if (!request.execution_id.empty()) {
       if (auto it = s->cells_run.find(request.execution_id); it != s->cells_run.end()) {
@@ -202,7 +204,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
            Json{{"script", script},
                 {"timeout_seconds", timeout_seconds},
                 {"execution_id", execution_id}});
-    CODEACT_TRY_STATUS(injected("bash"));
+    CODEACT_TRY_STATUS(injected("bash", id));
     CODEACT_TRY(Sandbox * s, running(id));
     if (!execution_id.empty()) {
       if (auto it = s->scripts_run.find(execution_id); it != s->scripts_run.end()) {
@@ -229,7 +231,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   Result<Json> variables(const std::string& id) override {
     std::lock_guard lock(mu_);
     record("variables", id, Json::object());
-    CODEACT_TRY_STATUS(injected("variables"));
+    CODEACT_TRY_STATUS(injected("variables", id));
     CODEACT_TRY(Sandbox * s, running(id));
     Json vars = Json::array();
     for (const auto& [name, v] : s->variables) {
@@ -246,7 +248,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   Result<Json> variable(const std::string& id, const std::string& name) override {
     std::lock_guard lock(mu_);
     record("variable", id, Json{{"name", name}});
-    CODEACT_TRY_STATUS(injected("variable"));
+    CODEACT_TRY_STATUS(injected("variable", id));
     CODEACT_TRY(Sandbox * s, running(id));
     if (s->defined.count(name))
       return Json{{"name", name}, {"value_type", "bool"}, {"repr", "True"}, {"value", true}};
@@ -261,7 +263,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   Result<Json> clear(const std::string& id) override {
     std::lock_guard lock(mu_);
     record("clear", id, Json::object());
-    CODEACT_TRY_STATUS(injected("clear"));
+    CODEACT_TRY_STATUS(injected("clear", id));
     CODEACT_TRY(Sandbox * s, running(id));
     Json names = Json::array();
     for (const auto& [name, _] : s->variables) names.push_back(name);
@@ -273,7 +275,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
                                                      const std::string& path = "") override {
     std::lock_guard lock(mu_);
     record("list_files", id, Json{{"path", path}});
-    CODEACT_TRY_STATUS(injected("list_files"));
+    CODEACT_TRY_STATUS(injected("list_files", id));
     CODEACT_TRY(Sandbox * s, running(id));
     CODEACT_TRY(std::string dir, resolve(path.empty() ? "/output" : path));
     std::vector<sandbox::FileEntry> out;
@@ -286,7 +288,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   Result<std::string> read_file(const std::string& id, const std::string& path) override {
     std::lock_guard lock(mu_);
     record("read_file", id, Json{{"path", path}});
-    CODEACT_TRY_STATUS(injected("read_file"));
+    CODEACT_TRY_STATUS(injected("read_file", id));
     CODEACT_TRY(Sandbox * s, running(id));
     CODEACT_TRY(std::string p, resolve(path));
     auto it = s->files.find(p);
@@ -297,7 +299,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
                           std::string_view data) override {
     std::lock_guard lock(mu_);
     record("write_file", id, Json{{"path", path}, {"size", data.size()}});
-    CODEACT_TRY_STATUS(injected("write_file"));
+    CODEACT_TRY_STATUS(injected("write_file", id));
     CODEACT_TRY(Sandbox * s, running(id));
     CODEACT_TRY(std::string p, resolve(path));
     s->files[p] = {std::string(data), ++clock_};
@@ -308,7 +310,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
                                          bool system = false) override {
     std::lock_guard lock(mu_);
     record("install", id, Json{{"packages", packages}, {"system", system}});
-    CODEACT_TRY_STATUS(injected("install"));
+    CODEACT_TRY_STATUS(injected("install", id));
     CODEACT_TRY(Sandbox * s, running(id));
     if (!system && !s->options.network)
       return core::failed_precondition(
@@ -322,7 +324,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   core::Status register_functions(const std::string& id, const Json& functions) override {
     std::lock_guard lock(mu_);
     record("register_functions", id, functions);
-    CODEACT_TRY_STATUS(injected("register_functions"));
+    CODEACT_TRY_STATUS(injected("register_functions", id));
     CODEACT_TRY(Sandbox * s, running(id));
     s->functions = functions;
     return core::ok_status();
@@ -330,7 +332,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   core::Status define(const std::string& id, const std::string& source) override {
     std::lock_guard lock(mu_);
     record("define", id, Json{{"source", source}});
-    CODEACT_TRY_STATUS(injected("define"));
+    CODEACT_TRY_STATUS(injected("define", id));
     CODEACT_TRY(Sandbox * s, running(id));
     s->definitions.push_back(source);
     const std::string suffix = " = True\n";
@@ -349,12 +351,15 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   void record(const std::string& op, const std::string& id, Json args) {
     calls_.push_back(Call{op, id, std::move(args)});
   }
-  core::Status injected(const std::string& op) {
-    auto it = failures_.find(op);
-    if (it == failures_.end()) return core::ok_status();
-    core::Error e = it->second;
-    failures_.erase(it);
-    return e;
+  core::Status injected(const std::string& op, const std::string& id) {
+    for (auto it = failures_.begin(); it != failures_.end(); ++it) {
+      if (it->op == op && (it->id.empty() || it->id == id)) {
+        core::Error e = it->error;
+        failures_.erase(it);
+        return e;
+      }
+    }
+    return core::ok_status();
   }
   Result<Sandbox*> find(const std::string& id) {
     auto it = sandboxes_.find(id);
@@ -393,11 +398,15 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   }
 
   mutable std::mutex mu_;
-  std::map<std::string, Sandbox> sandboxes_;     // GUARDED_BY(mu_)
-  std::map<std::string, core::Error> failures_;  // GUARDED_BY(mu_)
-  std::vector<Call> calls_;                      // GUARDED_BY(mu_)
-  int64_t counter_ = 0;                          // GUARDED_BY(mu_)
-  double clock_ = 1000;                          // GUARDED_BY(mu_)
+  std::map<std::string, Sandbox> sandboxes_;  // GUARDED_BY(mu_)
+  struct Failure {
+    std::string op, id;
+    core::Error error;
+  };
+  std::vector<Failure> failures_;  // GUARDED_BY(mu_)
+  std::vector<Call> calls_;        // GUARDED_BY(mu_)
+  int64_t counter_ = 0;            // GUARDED_BY(mu_)
+  double clock_ = 1000;            // GUARDED_BY(mu_)
 };
 
 }  // namespace codeact::testing
