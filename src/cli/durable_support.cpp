@@ -1,14 +1,14 @@
 #include "durable_support.hpp"
 
+#include <fmt/format.h>
+
 #include <csignal>
 #include <iostream>
 #include <random>
 
-#include <fmt/format.h>
-
+#include "cli_context.hpp"
 #include "codeact/core/cancel.hpp"
 #include "codeact/core/config.hpp"
-#include "cli_context.hpp"
 
 namespace codeact::cli {
 namespace {
@@ -22,10 +22,12 @@ void add_durable_flags(CLI::App* cmd, DurableFlags& flags, bool hosts_worker_opt
   cmd->add_option("--temporal", flags.temporal,
                   "Temporal frontend HOST:PORT (default: app_conf.yml temporal.url; if none, an "
                   "embedded dev server is started or reused)");
-  cmd->add_option("--task-queue", flags.task_queue, "Temporal task queue (default: $TASK_QUEUE, else codeact)");
+  cmd->add_option("--task-queue", flags.task_queue,
+                  "Temporal task queue (default: $TASK_QUEUE, else codeact)");
   if (hosts_worker_optionally) {
-    cmd->add_flag("--no-worker", flags.no_worker,
-                  "Do not host a worker in this process; `codeact worker` processes run the workflow");
+    cmd->add_flag(
+        "--no-worker", flags.no_worker,
+        "Do not host a worker in this process; `codeact worker` processes run the workflow");
   }
 }
 
@@ -35,9 +37,11 @@ std::string task_queue_of(const DurableFlags& flags) {
 
 core::Result<durable::ActivityPolicies> activity_policies(const codeact::AgentBuilder& builder) {
   const core::Json& raw = builder.config.raw;
-  if (!raw.is_object() || !raw.contains("durable") || !raw["durable"].is_object()) return durable::ActivityPolicies{};
+  if (!raw.is_object() || !raw.contains("durable") || !raw["durable"].is_object())
+    return durable::ActivityPolicies{};
   auto p = durable::ActivityPolicies::from_json(raw["durable"].value("activities", core::Json()));
-  if (!p.ok()) return std::move(p).error().with_context("durable.activities in " + builder.config.source);
+  if (!p.ok())
+    return std::move(p).error().with_context("durable.activities in " + builder.config.source);
   return p;
 }
 
@@ -47,9 +51,11 @@ core::Result<std::unique_ptr<DurableSession>> open_session(const DurableFlags& f
   auto session = std::make_unique<DurableSession>();
   auto say = [](const std::string& line) { std::cerr << "[codeact] " << line << "\n"; };
   auto explain = [&](const core::Error& e) {
-    if (e.code() != core::Code::kUnavailable || (flags.temporal.empty() && builder.config.temporal_url.empty()))
+    if (e.code() != core::Code::kUnavailable ||
+        (flags.temporal.empty() && builder.config.temporal_url.empty()))
       return e;
-    return core::unavailable(e.message() + " (check --temporal / temporal.url, or run with --no-durable)");
+    return core::unavailable(e.message() +
+                             " (check --temporal / temporal.url, or run with --no-durable)");
   };
   if (host_worker) {
     durable::WorkerRunnerOptions o;
@@ -78,7 +84,8 @@ core::Result<std::unique_ptr<DurableSession>> open_session(const DurableFlags& f
 }
 
 bool ProgressFollower::poll() {
-  auto r = client_.query_workflow(workflow_id_, "", durable::kProgressQuery, temporal::Args{core::Json{{"since", next_}}});
+  auto r = client_.query_workflow(workflow_id_, "", durable::kProgressQuery,
+                                  temporal::Args{core::Json{{"since", next_}}});
   if (!r.ok()) return false;
   if (!r->is_object()) return false;
   // A chat continued as new: its events start again at 0.
@@ -97,8 +104,11 @@ bool ProgressFollower::poll() {
 
 int report_failure(const temporal::Failure& failure) {
   const temporal::Failure& root = failure.root_cause();
-  if (root.kind == temporal::FailureKind::kCanceled || failure.kind == temporal::FailureKind::kCanceled) {
-    std::cerr << "codeact: " << (root.message.empty() ? std::string("the run was cancelled") : root.message) << "\n";
+  if (root.kind == temporal::FailureKind::kCanceled ||
+      failure.kind == temporal::FailureKind::kCanceled) {
+    std::cerr << "codeact: "
+              << (root.message.empty() ? std::string("the run was cancelled") : root.message)
+              << "\n";
     return 130;
   }
   return report(root.to_error());

@@ -5,8 +5,8 @@
 #include <iostream>
 
 #include "cli_context.hpp"
-#include "codeact/functions/sandbox_functions.hpp"
 #include "codeact/core/json.hpp"
+#include "codeact/functions/sandbox_functions.hpp"
 #include "codeact/mcp/server_set.hpp"
 
 namespace codeact::cli {

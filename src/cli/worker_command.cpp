@@ -6,14 +6,13 @@
 // chat: an interactive CodeActChatWorkflow. Each line read is sent with the send_user_task
 //   signal; the agent's steps are shown live and its answer printed; EOF or /exit sends stop_chat.
 //   --workflow-id resumes a chat that is still running.
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
 #include <optional>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "cli_context.hpp"
 #include "codeact/core/json.hpp"
@@ -56,11 +55,13 @@ int run_worker(const WorkerFlags& f) {
   std::cerr << fmt::format(
       "[codeact] worker polling task queue {} at {} — workflows {}, {}, {}; default model {}\n"
       "[codeact] Ctrl-C or SIGTERM stops it (running activities get 30 s to finish)\n",
-      (*runner)->task_queue(), (*runner)->endpoint().address, durable::kTaskWorkflow, durable::kChatWorkflow,
-      durable::kSimpleAgentWorkflow, model.ok() ? *model : "(none: " + model.error().message() + ")");
+      (*runner)->task_queue(), (*runner)->endpoint().address, durable::kTaskWorkflow,
+      durable::kChatWorkflow, durable::kSimpleAgentWorkflow,
+      model.ok() ? *model : "(none: " + model.error().message() + ")");
   int sig = 0;
   sigwait(&stop, &sig);
-  std::cerr << "[codeact] " << (sig == SIGINT ? "interrupted" : "terminated") << ": stopping the worker\n";
+  std::cerr << "[codeact] " << (sig == SIGINT ? "interrupted" : "terminated")
+            << ": stopping the worker\n";
   (*runner)->shutdown(std::chrono::seconds(30));
   return kExitOk;
 }
@@ -91,7 +92,8 @@ std::optional<int> chat_closed(temporal::Client& client, const std::string& id) 
   if (!d.ok() || d->status == "Running" || d->status == "ContinuedAsNew") return std::nullopt;
   auto result = client.get_result(id);
   if (!result.ok()) return report_failure(result.failure());
-  std::cerr << "[codeact] the chat has ended (" << core::json_string(result.value(), "reason", d->status) << ")\n";
+  std::cerr << "[codeact] the chat has ended ("
+            << core::json_string(result.value(), "reason", d->status) << ")\n";
   return 1;
 }
 
@@ -101,7 +103,8 @@ int run_chat(const ChatFlags& f) {
   builder->model = f.model;
   auto model_name = codeact::resolve_model_name(*builder);
   if (!model_name.ok()) {
-    std::cerr << "codeact: " << model_name.error().message() << ", or pass --model <provider>:<model>\n";
+    std::cerr << "codeact: " << model_name.error().message()
+              << ", or pass --model <provider>:<model>\n";
     return kExitUsage;
   }
   builder->model = *model_name;
@@ -128,8 +131,9 @@ int run_chat(const ChatFlags& f) {
   auto started = client.start_workflow(durable::kChatWorkflow, temporal::Args{in.to_json()}, so);
   if (!started.ok()) return report(started.error().with_context("starting chat \"" + id + "\""));
   const bool tty = isatty(STDIN_FILENO);
-  std::cerr << fmt::format("[codeact] chat {} {} (sandbox {}). One message per line; /exit or end of input stops it.\n",
-                           id, started->started ? "started" : "resumed", id);
+  std::cerr << fmt::format(
+      "[codeact] chat {} {} (sandbox {}). One message per line; /exit or end of input stops it.\n",
+      id, started->started ? "started" : "resumed", id);
 
   LiveView view(std::cout, *model_name);
   ProgressFollower follower(client, id, view);
@@ -159,7 +163,8 @@ int run_chat(const ChatFlags& f) {
           if (t.contains("error")) {
             std::cout << "── error\n" << core::json_string(t, "error") << "\n";
           } else {
-            for (const auto& file : t.value("files", Json::array())) std::cout << "  file: " << file.get<std::string>() << "\n";
+            for (const auto& file : t.value("files", Json::array()))
+              std::cout << "  file: " << file.get<std::string>() << "\n";
             std::cout << "── answer\n" << core::json_string(t, "output") << "\n";
           }
           break;
@@ -173,8 +178,9 @@ int run_chat(const ChatFlags& f) {
   if (!s.ok()) return report(s.error().with_context("stopping the chat"));
   auto result = client.get_result(id);
   if (!result.ok()) return report_failure(result.failure());
-  std::cerr << fmt::format("[codeact] chat {} ended after {} message(s); the sandbox's state is kept in volume {}\n", id,
-                           result->value("turns", Json::array()).size(), sandbox::SandboxManager::volume_name(id));
+  std::cerr << fmt::format(
+      "[codeact] chat {} ended after {} message(s); the sandbox's state is kept in volume {}\n", id,
+      result->value("turns", Json::array()).size(), sandbox::SandboxManager::volume_name(id));
   return kExitOk;
 }
 
@@ -182,26 +188,33 @@ int run_chat(const ChatFlags& f) {
 
 void add_worker_commands(CLI::App& app, ExitCode& exit) {
   auto wf = std::make_shared<WorkerFlags>();
-  auto* w = app.add_subcommand("worker", "Run a worker for durable agent runs (workflows and activities) on a task queue");
+  auto* w = app.add_subcommand(
+      "worker", "Run a worker for durable agent runs (workflows and activities) on a task queue");
   add_durable_flags(w, wf->durable, false);
   w->add_option("--config", wf->config, "app_conf.yml to use");
   w->add_option("--prompts", wf->prompts, "agent_prompts.yml to use");
-  w->add_option("--model,-m", wf->model, "Model for runs that do not name one (default: app_conf.yml llm.<provider>)");
+  w->add_option("--model,-m", wf->model,
+                "Model for runs that do not name one (default: app_conf.yml llm.<provider>)");
   w->callback([wf, &exit] { exit.value = run_worker(*wf); });
 
   auto cf = std::make_shared<ChatFlags>();
   auto pkgs = std::make_shared<std::vector<std::string>>();
-  auto* c = app.add_subcommand("chat", "Chat with a CodeAct agent: each line is a message; one sandbox for the conversation");
-  c->add_option("--workflow-id", cf->workflow_id, "Chat id (also the sandbox id); an existing chat is resumed");
+  auto* c = app.add_subcommand(
+      "chat",
+      "Chat with a CodeAct agent: each line is a message; one sandbox for the conversation");
+  c->add_option("--workflow-id", cf->workflow_id,
+                "Chat id (also the sandbox id); an existing chat is resumed");
   c->add_option("--model,-m", cf->model, "provider:model (default: app_conf.yml llm.<provider>)");
   c->add_option("--agent", cf->agent, "Agent name in agent_prompts.yml")->capture_default_str();
   c->add_option("--packages", *pkgs, "Python packages to install in the sandbox (needs --network)")
       ->delimiter(',')
       ->allow_extra_args(false);
-  c->add_option("--mcp", cf->mcp_servers, "An MCP server of app_conf.yml whose tools cells may call (repeatable)")
+  c->add_option("--mcp", cf->mcp_servers,
+                "An MCP server of app_conf.yml whose tools cells may call (repeatable)")
       ->allow_extra_args(false);
   c->add_flag("--network", cf->network, "Give the sandbox network access");
-  c->add_option("--idle-timeout", cf->idle_timeout, "End the chat after this many seconds without a message")
+  c->add_option("--idle-timeout", cf->idle_timeout,
+                "End the chat after this many seconds without a message")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   c->add_option("--config", cf->config, "app_conf.yml to use");

@@ -2,13 +2,14 @@
 // exactly as jinja2 renders them (expected texts recorded from jinja2 3.1.6), the seed's search
 // order and ${VAR} interpolation.
 #include "codeact/agent/prompts.hpp"
-#include "codeact/core/app_config.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include "codeact/core/app_config.hpp"
 
 namespace codeact::agent {
 namespace {
@@ -22,8 +23,9 @@ PromptVariables seed_variables() {
   v.system_packages = {"git", "curl"};
   v.sandbox_variable_names = {{"df", "DataFrame"}, {"total", "int"}};
   v.sandbox_files = {"/output/plot.png", "/output/report.md"};
-  v.tools_as_func = {"def get_current_time(timezone: str | None = None) -> Any:\n"
-                     "    \"\"\"Get the current time in a specific timezone.\"\"\""};
+  v.tools_as_func = {
+      "def get_current_time(timezone: str | None = None) -> Any:\n"
+      "    \"\"\"Get the current time in a specific timezone.\"\"\""};
   return v;
 }
 
@@ -34,7 +36,8 @@ TEST(PromptsTest, ShippedSimpleAgentRendersWithSeedVariables) {
   ASSERT_TRUE(book.ok()) << book.error().to_string();
   auto text = book->render_instructions("simple_agent", seed_variables().to_json());
   ASSERT_TRUE(text.ok()) << text.error().to_string();
-  EXPECT_EQ(*text, R"(You work in the sandbox sbx-42. Code you run there keeps its variables, imports
+  EXPECT_EQ(*text,
+            R"(You work in the sandbox sbx-42. Code you run there keeps its variables, imports
 and files between calls.
 
 Python packages already installed:
@@ -119,9 +122,12 @@ TEST(PromptsTest, SeedStyleTemplatePrintsPythonValues) {
   auto book = PromptBook::parse(yaml, "inline.yml");
   ASSERT_TRUE(book.ok()) << book.error().to_string();
   EXPECT_EQ(*book->render_instructions("data_agent", seed_variables().to_json()),
-            "Sandbox sbx-42 has ['numpy', 'pandas'] installed.\nVariables: {'df': 'DataFrame', 'total': 'int'}\n"
-            "Files: ['/output/plot.png', '/output/report.md']\n\nTools:\n\ndef get_current_time(timezone: str | "
-            "None = None) -> Any:\n    \"\"\"Get the current time in a specific timezone.\"\"\"\n\n\nGo.");
+            "Sandbox sbx-42 has ['numpy', 'pandas'] installed.\nVariables: {'df': 'DataFrame', "
+            "'total': 'int'}\n"
+            "Files: ['/output/plot.png', '/output/report.md']\n\nTools:\n\ndef "
+            "get_current_time(timezone: str | "
+            "None = None) -> Any:\n    \"\"\"Get the current time in a specific "
+            "timezone.\"\"\"\n\n\nGo.");
   PromptVariables empty;
   empty.container_id = "c";
   EXPECT_EQ(*book->render_instructions("data_agent", empty.to_json()),
@@ -130,10 +136,12 @@ TEST(PromptsTest, SeedStyleTemplatePrintsPythonValues) {
 }
 
 TEST(PromptsTest, TemplateSyntaxErrorNamesAgentFieldLineAndColumn) {
-  auto book = PromptBook::parse("a:\n  instructions: |\n    line one\n    {% for x in xs %}\n    {{ x }\n", "p.yml");
+  auto book = PromptBook::parse(
+      "a:\n  instructions: |\n    line one\n    {% for x in xs %}\n    {{ x }\n", "p.yml");
   ASSERT_FALSE(book.ok());
   EXPECT_EQ(book.error().code(), core::Code::kInvalidArgument);
-  EXPECT_NE(book.error().message().find("template \"p.yml:a.instructions\": line 3"), std::string::npos)
+  EXPECT_NE(book.error().message().find("template \"p.yml:a.instructions\": line 3"),
+            std::string::npos)
       << book.error().message();
 }
 
@@ -165,7 +173,8 @@ class TempDir {
 
 TEST(PromptsTest, FindsPromptsThroughAppPromptsPath) {
   TempDir dir;
-  std::string file = dir.write("my_prompts.yml", "x: {instructions: 'from env {{ container_id }}'}\n");
+  std::string file =
+      dir.write("my_prompts.yml", "x: {instructions: 'from env {{ container_id }}'}\n");
   ::setenv(kPromptsPathEnv, file.c_str(), 1);
   auto book = PromptBook::load();
   ::unsetenv(kPromptsPathEnv);
@@ -178,7 +187,8 @@ TEST(PromptsTest, FindsPromptsThroughAppPromptsPath) {
 }
 
 TEST(AppConfigTest, InterpolatesAndFallsBackToProviderKeyVariables) {
-  std::map<std::string, std::string> env = {{"TEMPORAL_ADDRESS", "temporal.internal:7233"}, {"GEMINI_API_KEY", "g-key"}};
+  std::map<std::string, std::string> env = {{"TEMPORAL_ADDRESS", "temporal.internal:7233"},
+                                            {"GEMINI_API_KEY", "g-key"}};
   core::EnvLookup lookup = [&](const std::string& n) -> std::optional<std::string> {
     auto it = env.find(n);
     if (it == env.end()) return std::nullopt;
@@ -204,9 +214,11 @@ TEST(AppConfigTest, InterpolatesAndFallsBackToProviderKeyVariables) {
 TEST(AppConfigTest, UnsetVariableWithoutDefaultIsAnError) {
   auto doc = core::parse_yaml("llm:\n  openai:\n    api_key: ${CODEACT_TEST_SURELY_UNSET_VAR}\n");
   ASSERT_TRUE(doc.ok());
-  auto config = core::AppConfig::from_json(*doc, "x.yml", [](const std::string&) { return std::optional<std::string>(); });
+  auto config = core::AppConfig::from_json(
+      *doc, "x.yml", [](const std::string&) { return std::optional<std::string>(); });
   ASSERT_FALSE(config.ok());
-  EXPECT_NE(config.error().message().find("CODEACT_TEST_SURELY_UNSET_VAR"), std::string::npos) << config.error().message();
+  EXPECT_NE(config.error().message().find("CODEACT_TEST_SURELY_UNSET_VAR"), std::string::npos)
+      << config.error().message();
 }
 
 TEST(AppConfigTest, LoadsThroughAppConfigPathAndKeepsMcpServers) {

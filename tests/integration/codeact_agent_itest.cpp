@@ -192,8 +192,8 @@ class AddingAgent final : public CodeActAgent {
  public:
   AddingAgent() : CodeActAgent("simple_agent") {}
   std::vector<functions::HostFunction> host_functions() const override {
-    return {
-        functions::host_function("add", {"a", "b"}, "Adds two integers.", [](int a, int b) { return a + b; })};
+    return {functions::host_function("add", {"a", "b"}, "Adds two integers.",
+                                     [](int a, int b) { return a + b; })};
   }
 };
 

@@ -12,8 +12,8 @@
 #include "codeact/core/subprocess.hpp"
 #include "codeact/durable/workflows.hpp"
 #include "codeact/sandbox/docker_client.hpp"
-#include "codeact/sandbox/sandbox_manager.hpp"
 #include "codeact/sandbox/image_builder.hpp"
+#include "codeact/sandbox/sandbox_manager.hpp"
 #include "dev_server.hpp"
 #include "mcp_test_support.hpp"
 #include "openai_script.hpp"
@@ -35,10 +35,12 @@ std::string random_hex() {
 class ToolAgent final : public codeact::CodeActAgent {
  public:
   ToolAgent() : CodeActAgent("simple_agent") {}
-  std::vector<std::string> mcp_servers(const codeact::AgentBuilder&) const override { return {"time", "fixture"}; }
+  std::vector<std::string> mcp_servers(const codeact::AgentBuilder&) const override {
+    return {"time", "fixture"};
+  }
   std::vector<functions::HostFunction> host_functions() const override {
     return {functions::host_function("host_mul", {"a", "b"}, "Multiplies on the host.",
-                                   [](int64_t a, int64_t b) { return a * b; })};
+                                     [](int64_t a, int64_t b) { return a * b; })};
   }
 };
 
@@ -70,11 +72,13 @@ TEST(DurableFunctions, OneCellCallsTwoMcpServersAndAHostFunctionAndNoSecretLeaks
   model.enqueue(json_response(text_answer("Paris, 42 and 42.")));
 
   auto env = std::make_shared<WorkerEnv>();
-  auto builder = codeact::AgentBuilder::load(std::string(CODEACT_SOURCE_DIR) + "/config/agent_prompts.yml",
-                                             std::string(CODEACT_SOURCE_DIR) + "/config/app_conf.yml");
+  auto builder =
+      codeact::AgentBuilder::load(std::string(CODEACT_SOURCE_DIR) + "/config/agent_prompts.yml",
+                                  std::string(CODEACT_SOURCE_DIR) + "/config/app_conf.yml");
   ASSERT_TRUE(builder.ok()) << builder.error().message();
   env->builder = std::move(*builder);
-  env->builder.mcp = std::make_shared<mcp::McpServerSet>(std::vector<mcp::McpServerConfig>{time, fixture});
+  env->builder.mcp =
+      std::make_shared<mcp::McpServerSet>(std::vector<mcp::McpServerConfig>{time, fixture});
   env->backend = manager;
   env->agents["tool_agent"] = std::make_shared<ToolAgent>();
 
@@ -101,12 +105,15 @@ TEST(DurableFunctions, OneCellCallsTwoMcpServersAndAHostFunctionAndNoSecretLeaks
 
   // The cell ran on the worker's bridge: both servers and the host function answered.
   ASSERT_EQ(model.request_count(), 2u);
-  EXPECT_NE(tool_message(request_messages(model, 1), "call_1").find("Europe/Paris 42 42"), std::string::npos)
+  EXPECT_NE(tool_message(request_messages(model, 1), "call_1").find("Europe/Paris 42 42"),
+            std::string::npos)
       << tool_message(request_messages(model, 1), "call_1");
   // The model was shown their signatures (tools_as_func, rendered on the worker).
   const std::string instructions = system_text(request_messages(model, 0));
-  EXPECT_NE(instructions.find("def host_mul(a: int, b: int) -> int"), std::string::npos) << instructions;
-  EXPECT_NE(instructions.find("def get_current_time(timezone: str)"), std::string::npos) << instructions;
+  EXPECT_NE(instructions.find("def host_mul(a: int, b: int) -> int"), std::string::npos)
+      << instructions;
+  EXPECT_NE(instructions.find("def get_current_time(timezone: str)"), std::string::npos)
+      << instructions;
 
   // No credential in the workflow's history, nor in the container's configuration.
   auto history = client.fetch_history(id);
@@ -115,9 +122,11 @@ TEST(DurableFunctions, OneCellCallsTwoMcpServersAndAHostFunctionAndNoSecretLeaks
   EXPECT_NE(h.find("codeact.tool_call"), std::string::npos);
   EXPECT_EQ(h.find(env_secret), std::string::npos);
   EXPECT_EQ(h.find(header_secret), std::string::npos);
-  auto inspect = core::run_process({"docker", "inspect", "codeact-" + id}, std::chrono::seconds(30));
+  auto inspect =
+      core::run_process({"docker", "inspect", "codeact-" + id}, std::chrono::seconds(30));
   ASSERT_TRUE(inspect.ok());
-  EXPECT_NE(inspect->stdout_text.find("codeact-" + id), std::string::npos) << "the stopped container is inspectable";
+  EXPECT_NE(inspect->stdout_text.find("codeact-" + id), std::string::npos)
+      << "the stopped container is inspectable";
   EXPECT_EQ(inspect->stdout_text.find(env_secret), std::string::npos);
   EXPECT_EQ(inspect->stdout_text.find(header_secret), std::string::npos);
 
