@@ -71,7 +71,8 @@ class AgentBinding {
   core::Result<std::vector<std::string>> system_prompts() const;
   // The agent::Agent options of this binding, with the given system prompts: the agent's name,
   // the instructions (rendered from the sandbox before every request), the toolsets and the
-  // retries of SandboxToolsOptions::max_retries.
+  // retries of SandboxToolsOptions::max_retries. The durable layer carries exactly these across
+  // to the workflow (durable::AgentPrepareOutput): an option set here must travel there too.
   agent::AgentOptions agent_options(std::vector<std::string> system_prompts) const;
   // The agent::Agent with model() and the system prompts rendered now. Blocking.
   core::Result<std::shared_ptr<agent::Agent>> agent() const;
