@@ -508,6 +508,33 @@ asyncio.run(main())
     assert subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True).returncode != 0
 
 
+def test_a_misspelt_input_key_fails_the_run_at_once_naming_it(cli, temporal_server, wid, config, worker_factory):
+    queue = f"q-{uuid.uuid4().hex[:6]}"
+    worker_factory(queue)
+    # Before, an unknown key was ignored and the run went on without the packages asked for.
+    script = f"""
+import asyncio, time
+from temporalio.client import Client, WorkflowFailureError
+
+async def main():
+    client = await Client.connect("{temporal_server}")
+    started = time.monotonic()
+    try:
+        await client.execute_workflow("CodeActTaskWorkflow", {{"task": "x", "pyhton_packages": ["numpy"]}},
+                                      id="{wid}", task_queue="{queue}")
+    except WorkflowFailureError as e:
+        print("FAILED:", e.cause, "after %.1f s" % (time.monotonic() - started))
+
+asyncio.run(main())
+"""
+    p = subprocess.run([os.path.join(REPO, ".venv/bin/python"), "-c", script], capture_output=True, text=True,
+                       timeout=120)
+    assert "FAILED:" in p.stdout, p.stdout + p.stderr
+    assert 'unknown key "pyhton_packages"' in p.stdout, p.stdout
+    assert subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True).returncode != 0, \
+        "no sandbox was started"
+
+
 def test_a_terminated_run_leaves_no_running_sandbox(cli, temporal_server, wid, config, worker_factory):
     queue = f"q-{uuid.uuid4().hex[:6]}"
     worker_factory(queue)
