@@ -7,8 +7,10 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "codeact/core/base64.hpp"
 #include "codeact/core/config.hpp"
 #include "codeact/core/log.hpp"
+#include "codeact/core/strings.hpp"
 #include "docker_stream_internal.hpp"
 
 namespace codeact::sandbox {
@@ -70,20 +72,13 @@ std::vector<std::string> strings_of(const Json& j) {
   return out;
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
-}
-
 // The daemon's error text: {"message": "..."} or the raw body.
 std::string daemon_message(const std::string& body) {
   auto parsed = core::parse_json(body);
   if (parsed.ok() && parsed->is_object() && parsed->contains("message")) {
     return core::json_string(*parsed, "message");
   }
-  std::string text = trim(body);
+  std::string text = core::trim(body);
   if (text.size() > 500) text = text.substr(0, 500) + "...";
   return text.empty() ? "(no message)" : text;
 }
@@ -100,30 +95,6 @@ std::string missing_image_hint(std::string_view message) {
   return " — pull or build it first (for the sandbox image, run `codeact image build`)";
 }
 
-std::string base64_decode(std::string_view in) {
-  static const std::string_view kChars =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=' || c == '\n' || c == '\r') continue;
-    size_t v = kChars.find(c);
-    if (v == std::string_view::npos) {
-      if (c == '-') v = 62;
-      else if (c == '_') v = 63;
-      else continue;
-    }
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  return out;
-}
-
 const char* bool_param(bool b) { return b ? "1" : "0"; }
 
 }  // namespace
@@ -131,30 +102,23 @@ const char* bool_param(bool b) { return b ? "1" : "0"; }
 Error docker_http_error(int status, const std::string& body, std::string_view what) {
   std::string message = daemon_message(body);
   std::string text = fmt::format("docker: {}: {}", what, message);
-  switch (status) {
-    case 400:
-      return core::invalid_argument(text);
-    case 401:
-    case 403:
-      return core::permission_denied(text);
-    case 404:
-      if (contains(message, "No such image") || contains(message, "pull access denied") ||
-          contains(message, "repository does not exist")) {
-        return core::not_found(text + missing_image_hint(message));
-      }
-      return core::not_found(text);
-    case 409:
-      if (contains(message, "already in use") || contains(message, "already exists")) {
-        return core::already_exists(text);
-      }
-      return core::failed_precondition(text);
-    case 500:
-      return core::internal_error(text);
-    case 503:
-      return core::unavailable(text);
-    default:
-      return core::unknown_error(fmt::format("{} (HTTP {})", text, status));
+  // core's mapping, refined where Docker's statuses mean more.
+  core::Code code = core::code_from_http_status(status);
+  if (status == 404 && (contains(message, "No such image") || contains(message, "pull access denied") ||
+                        contains(message, "repository does not exist"))) {
+    return core::not_found(text + missing_image_hint(message));
   }
+  if (status == 409) {
+    // A conflict with the object's state ("is not running", "in use"), not a race worth retrying.
+    code = contains(message, "already in use") || contains(message, "already exists") ? core::Code::kAlreadyExists
+                                                                                        : core::Code::kFailedPrecondition;
+  }
+  // The daemon failed the operation itself (a mount, a build step): retrying does not help.
+  if (status == 500) code = core::Code::kInternal;
+  if (code == core::Code::kUnknown || code == core::Code::kOk) {
+    return core::unknown_error(fmt::format("{} (HTTP {})", text, status));
+  }
+  return Error(code, text);
 }
 
 // ---- host resolution --------------------------------------------------------------------------
@@ -197,15 +161,12 @@ Result<std::shared_ptr<DockerClient>> DockerClient::create(DockerClientOptions o
   return std::make_shared<DockerClient>(host, socket, std::move(options));
 }
 
-DockerClient::DockerClient(std::string host, std::string socket_path, DockerClientOptions options)
-    : host_(std::move(host)), socket_path_(std::move(socket_path)), options_(std::move(options)) {
-  transport_ = options_.transport ? options_.transport : core::default_transport();
-}
-
 // ---- request plumbing -------------------------------------------------------------------------
 
+namespace {
+
 // One API call: method, path (without version prefix), body, and how to read the reply.
-struct DockerClient::Call {
+struct Call {
   std::string method = "GET";
   std::string path;          // "/containers/json?all=1"
   bool versioned = true;
@@ -215,36 +176,65 @@ struct DockerClient::Call {
   BodySource body_source;
   std::optional<uint64_t> body_size;
   std::function<bool(std::string_view)> on_body;
-  std::chrono::milliseconds timeout{-1};  // -1 = options_.request_timeout, 0 = none
+  std::chrono::milliseconds timeout{-1};  // -1 = options.request_timeout, 0 = none
   const core::CancelToken* cancel = nullptr;
 };
 
-Result<HttpResponse> DockerClient::send(HttpRequest request, std::string_view what) {
-  request.unix_socket = socket_path_;
-  auto result = transport_->send(request);
+}  // namespace
+
+// The connection and the negotiated API version.
+class DockerClient::Impl {
+ public:
+  Impl(std::string host_in, std::string socket_in, DockerClientOptions options_in)
+      : host(std::move(host_in)), socket_path(std::move(socket_in)), options(std::move(options_in)) {
+    transport = options.transport ? options.transport : core::default_transport();
+  }
+
+  Result<HttpResponse> send(HttpRequest request, std::string_view what);
+  // `self` negotiates the API version on first use.
+  Result<HttpResponse> call(DockerClient& self, Call& c);
+
+  const std::string host;         // as shown to users
+  const std::string socket_path;  // unix socket
+  const DockerClientOptions options;
+  std::shared_ptr<core::HttpTransport> transport;
+  std::mutex mu;
+  std::string api_version;  // GUARDED_BY(mu); "" until negotiated
+};
+
+DockerClient::DockerClient(std::string host, std::string socket_path, DockerClientOptions options)
+    : impl_(std::make_unique<Impl>(std::move(host), std::move(socket_path), std::move(options))) {}
+
+DockerClient::~DockerClient() = default;
+
+const std::string& DockerClient::host() const { return impl_->host; }
+
+Result<HttpResponse> DockerClient::Impl::send(HttpRequest request, std::string_view what) {
+  request.unix_socket = socket_path;
+  auto result = transport->send(request);
   if (result.ok()) return result;
   const Error& e = result.error();
   if (e.code() == core::Code::kUnavailable) {
     std::string reason;
     struct stat st {};
-    if (::stat(socket_path_.c_str(), &st) != 0) {
-      reason = fmt::format("the socket {} does not exist", socket_path_);
+    if (::stat(socket_path.c_str(), &st) != 0) {
+      reason = fmt::format("the socket {} does not exist", socket_path);
     } else if (!S_ISSOCK(st.st_mode)) {
-      reason = fmt::format("{} is not a socket", socket_path_);
-    } else if (::access(socket_path_.c_str(), R_OK | W_OK) != 0) {
+      reason = fmt::format("{} is not a socket", socket_path);
+    } else if (::access(socket_path.c_str(), R_OK | W_OK) != 0) {
       reason = fmt::format("permission denied on {} (run as root or join the `docker` group)",
-                           socket_path_);
+                           socket_path);
     } else {
       reason = "the connection was refused or dropped";
     }
     return core::unavailable(fmt::format(
         "cannot reach the Docker engine at {}: {}. Is it running? Try `systemctl start docker` "
         "or set DOCKER_HOST.",
-        host_, reason));
+        host, reason));
   }
   if (e.code() == core::Code::kDeadlineExceeded) {
     return core::deadline_exceeded(fmt::format(
-        "docker: {}: no answer from the Docker engine at {} within {} ms", what, host_,
+        "docker: {}: no answer from the Docker engine at {} within {} ms", what, host,
         request.timeout.count()));
   }
   if (e.code() == core::Code::kCancelled) {
@@ -253,24 +243,22 @@ Result<HttpResponse> DockerClient::send(HttpRequest request, std::string_view wh
   return Error(e.code(), fmt::format("docker: {}: {}", what, e.message()));
 }
 
-Result<std::string> DockerClient::versioned_prefix() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!api_version_.empty()) return "/v" + api_version_;
-  }
-  CODEACT_TRY(DockerVersion v, version());
-  return "/v" + v.negotiated_api_version;
-}
-
-Result<HttpResponse> DockerClient::call(Call& c) {
+Result<HttpResponse> DockerClient::Impl::call(DockerClient& self, Call& c) {
   std::string prefix;
   if (c.versioned) {
-    CODEACT_TRY(prefix, versioned_prefix());
+    std::unique_lock lock(mu);
+    if (api_version.empty()) {
+      lock.unlock();
+      CODEACT_TRY(DockerVersion v, self.version());
+      prefix = "/v" + v.negotiated_api_version;
+    } else {
+      prefix = "/v" + api_version;
+    }
   }
   HttpRequest request;
   request.method = c.method;
   request.url = "http://localhost" + prefix + c.path;
-  request.timeout = c.timeout.count() < 0 ? options_.request_timeout : c.timeout;
+  request.timeout = c.timeout.count() < 0 ? options.request_timeout : c.timeout;
   request.cancel = c.cancel;
   if (!c.body.empty() || c.body_source) {
     request.headers.emplace_back("Content-Type",
@@ -302,8 +290,8 @@ Result<Json> DockerClient::request_json(const std::string& method, const std::st
   c.path = path;
   c.what = what.empty() ? method + " " + path : std::string(what);
   if (body) c.body = core::dump_json(*body);
-  CODEACT_TRY(HttpResponse r, call(c));
-  if (trim(r.body).empty()) return Json();
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
+  if (core::trim(r.body).empty()) return Json();
   return core::parse_json(r.body, "Docker API reply to " + c.what);
 }
 
@@ -314,7 +302,7 @@ Status DockerClient::ping() {
   c.path = "/_ping";
   c.versioned = false;
   c.what = "ping";
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   (void)r;
   return core::ok_status();
 }
@@ -324,7 +312,7 @@ Result<DockerVersion> DockerClient::version() {
   c.path = "/version";
   c.versioned = false;
   c.what = "version";
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   CODEACT_TRY(Json j, core::parse_json(r.body, "Docker /version reply"));
   DockerVersion v;
   v.version = core::json_string(j, "Version");
@@ -338,23 +326,27 @@ Result<DockerVersion> DockerClient::version() {
     return core::internal_error("docker: version: the engine did not report its ApiVersion");
   }
   auto server = parse_api_version(v.api_version);
-  auto mine = parse_api_version(options_.max_api_version);
-  v.negotiated_api_version = server < mine ? v.api_version : options_.max_api_version;
+  auto mine = parse_api_version(impl_->options.max_api_version);
+  v.negotiated_api_version = server < mine ? v.api_version : impl_->options.max_api_version;
   auto negotiated = parse_api_version(v.negotiated_api_version);
   if (negotiated < std::make_pair(1, 40)) {
     return core::failed_precondition(fmt::format(
         "docker: the engine at {} speaks API {} (Docker {}); codeact needs API 1.40 or newer "
         "(Docker 19.03+)",
-        host_, v.api_version, v.version));
+        impl_->host, v.api_version, v.version));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  api_version_ = v.negotiated_api_version;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->api_version = v.negotiated_api_version;
   return v;
 }
 
 Result<std::string> DockerClient::api_version() {
-  CODEACT_TRY(std::string prefix, versioned_prefix());
-  return prefix.substr(2);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->api_version.empty()) return impl_->api_version;
+  }
+  CODEACT_TRY(DockerVersion v, version());
+  return v.negotiated_api_version;
 }
 
 // ---- images -----------------------------------------------------------------------------------
@@ -464,7 +456,7 @@ Result<std::string> DockerClient::import_image(const ImportImageOptions& options
     }
   });
   c.on_body = json_stream_reader(&stream);
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   (void)r;
   stream.finish();
   if (!outcome.error.empty()) {
@@ -499,7 +491,7 @@ Status DockerClient::pull_image(const std::string& reference, const ProgressFn& 
     if (!status.empty()) progress(id.empty() ? status : id + ": " + status);
   });
   c.on_body = json_stream_reader(&stream);
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   (void)r;
   stream.finish();
   if (!error.empty()) {
@@ -560,7 +552,7 @@ Result<BuildResult> DockerClient::build_image(const BuildImageOptions& options) 
       std::string text = msg["stream"].get<std::string>();
       lines.feed(text);
       static constexpr std::string_view kBuilt = "Successfully built ";
-      if (text.starts_with(kBuilt)) outcome.last_status = trim(text.substr(kBuilt.size()));
+      if (text.starts_with(kBuilt)) outcome.last_status = core::trim(text.substr(kBuilt.size()));
       return;
     }
     if (msg.contains("aux") && msg["aux"].is_object()) {
@@ -576,12 +568,12 @@ Result<BuildResult> DockerClient::build_image(const BuildImageOptions& options) 
     }
   });
   c.on_body = json_stream_reader(&stream);
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   (void)r;
   stream.finish();
   lines.finish();
   if (!outcome.error.empty()) {
-    return core::failed_precondition(fmt::format("docker: {}: {}", what, trim(outcome.error)));
+    return core::failed_precondition(fmt::format("docker: {}: {}", what, core::trim(outcome.error)));
   }
   BuildResult result;
   result.image_id = !outcome.aux_id.empty() ? outcome.aux_id : outcome.last_status;
@@ -602,7 +594,7 @@ Status DockerClient::tag_image(const std::string& image, const std::string& repo
   c.path = "/images/" + path_escape(image) + "/tag?repo=" + core::url_encode(repo) +
            "&tag=" + core::url_encode(tag);
   c.what = fmt::format("tag image \"{}\" as {}:{}", image, repo, tag);
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   (void)r;
   return core::ok_status();
 }
@@ -612,7 +604,7 @@ Status DockerClient::remove_image(const std::string& image, bool force) {
   c.method = "DELETE";
   c.path = "/images/" + path_escape(image) + "?force=" + bool_param(force);
   c.what = fmt::format("remove image \"{}\"", image);
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   (void)r;
   return core::ok_status();
 }
@@ -756,7 +748,7 @@ Status DockerClient::start_container(const std::string& id) {
   c.method = "POST";
   c.path = "/containers/" + path_escape(id) + "/start";
   c.what = fmt::format("start container \"{}\"", id);
-  CODEACT_TRY(HttpResponse r, call(c));  // 304: already running, fine
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));  // 304: already running, fine
   (void)r;
   return core::ok_status();
 }
@@ -767,8 +759,8 @@ Status DockerClient::stop_container(const std::string& id, std::chrono::seconds 
   c.path = fmt::format("/containers/{}/stop?t={}", path_escape(id), timeout.count());
   c.what = fmt::format("stop container \"{}\"", id);
   c.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout) +
-              options_.request_timeout;
-  CODEACT_TRY(HttpResponse r, call(c));  // 304: already stopped
+              impl_->options.request_timeout;
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));  // 304: already stopped
   (void)r;
   return core::ok_status();
 }
@@ -778,7 +770,7 @@ Status DockerClient::kill_container(const std::string& id, const std::string& si
   c.method = "POST";
   c.path = fmt::format("/containers/{}/kill?signal={}", path_escape(id), core::url_encode(signal));
   c.what = fmt::format("kill container \"{}\" with {}", id, signal);
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   (void)r;
   return core::ok_status();
 }
@@ -789,8 +781,8 @@ Status DockerClient::restart_container(const std::string& id, std::chrono::secon
   c.path = fmt::format("/containers/{}/restart?t={}", path_escape(id), timeout.count());
   c.what = fmt::format("restart container \"{}\"", id);
   c.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout) +
-              options_.request_timeout;
-  CODEACT_TRY(HttpResponse r, call(c));
+              impl_->options.request_timeout;
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   (void)r;
   return core::ok_status();
 }
@@ -801,7 +793,7 @@ Status DockerClient::remove_container(const std::string& id, const RemoveContain
   c.path = fmt::format("/containers/{}?force={}&v={}", path_escape(id), bool_param(options.force),
                        bool_param(options.volumes));
   c.what = fmt::format("remove container \"{}\"", id);
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   (void)r;
   return core::ok_status();
 }
@@ -847,7 +839,7 @@ Result<WaitResult> DockerClient::wait_container(const std::string& id, WaitCondi
   c.what = fmt::format("wait for container \"{}\"", id);
   c.timeout = timeout;
   c.cancel = cancel;
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   CODEACT_TRY(Json j, core::parse_json(r.body, "Docker wait reply"));
   WaitResult w;
   w.status_code = core::json_int(j, "StatusCode");
@@ -864,7 +856,7 @@ Result<ContainerOutput> DockerClient::logs(const std::string& id, const LogsOpti
                        core::url_encode(options.tail));
   if (options.since > 0) c.path += fmt::format("&since={}", options.since);
   c.what = fmt::format("read logs of container \"{}\"", id);
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   ContainerOutput out;
   demultiplex(r.body, &out.stdout_text, &out.stderr_text);
   return out;
@@ -892,7 +884,7 @@ Result<ExecResult> DockerClient::exec(const std::string& id, const ExecSpec& spe
   c.what = what;
   c.body = R"({"Detach":false,"Tty":false})";
   c.timeout = timeout;
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   ExecResult result;
   demultiplex(r.body, &result.stdout_text, &result.stderr_text);
   CODEACT_TRY(Json info, request_json("GET", "/exec/" + exec_id + "/json", nullptr, what));
@@ -908,7 +900,7 @@ Status DockerClient::put_archive(const std::string& id, const std::string& path,
   c.content_type = "application/x-tar";
   c.body_size = tar.size();
   c.body = std::move(tar);
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   (void)r;
   return core::ok_status();
 }
@@ -917,12 +909,14 @@ Result<ArchiveResult> DockerClient::get_archive(const std::string& id, const std
   Call c;
   c.path = fmt::format("/containers/{}/archive?path={}", path_escape(id), core::url_encode(path));
   c.what = fmt::format("copy {} out of container \"{}\"", path, id);
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   ArchiveResult out;
   out.tar = std::move(r.body);
   std::string stat_header = r.header("x-docker-container-path-stat");
   if (!stat_header.empty()) {
-    auto stat = core::parse_json(base64_decode(stat_header), "X-Docker-Container-Path-Stat");
+    auto decoded = core::base64_decode(stat_header);
+    if (!decoded.ok()) return decoded.error().with_context("X-Docker-Container-Path-Stat");
+    auto stat = core::parse_json(*decoded, "X-Docker-Container-Path-Stat");
     if (stat.ok()) {
       out.stat.name = core::json_string(*stat, "name");
       out.stat.size = core::json_int(*stat, "size");
@@ -1012,7 +1006,7 @@ Status DockerClient::remove_volume(const std::string& name, bool force) {
   c.method = "DELETE";
   c.path = fmt::format("/volumes/{}?force={}", path_escape(name), bool_param(force));
   c.what = fmt::format("remove volume \"{}\"", name);
-  CODEACT_TRY(HttpResponse r, call(c));
+  CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   (void)r;
   return core::ok_status();
 }

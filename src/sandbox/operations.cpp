@@ -5,6 +5,7 @@
 #include <array>
 
 #include "codeact/core/base64.hpp"
+#include "codeact/core/strings.hpp"
 
 namespace codeact::sandbox {
 namespace {

@@ -103,7 +103,7 @@ TEST_F(ImageBuilderTest, ImageIsTaggedByRecipeHashAndLatest) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, report_.tag);
   EXPECT_EQ(info->user, "1000:1000");
-  EXPECT_EQ(info->cmd, (std::vector<std::string>{"python3", "/opt/codeact/codeact_kernel.py"}));
+  EXPECT_EQ(info->cmd, (std::vector<std::string>{"python3", "/opt/codeact/codeact_kernel"}));
   auto has_env = [&](const std::string& kv) {
     return std::find(info->env.begin(), info->env.end(), kv) != info->env.end();
   };
@@ -141,12 +141,12 @@ TEST_F(ImageBuilderTest, NewVolumeAtPersistentStorageIsWritableBySandboxUser) {
   auto r = run({"sh", "-c",
                 "stat -c %u:%g /persistent-storage && mkdir -p /persistent-storage/.current/output "
                 "&& echo hi > /output/x.txt && cat /persistent-storage/.current/output/x.txt && "
-                "ls -l /opt/codeact/codeact_kernel.py && test -d /run/codeact && "
+                "ls -l /opt/codeact/codeact_kernel/__main__.py && test -d /run/codeact && "
                 "stat -c %u /run/codeact && (touch /etc/x 2>/dev/null && echo rw || echo ro)"},
                volume);
   EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   EXPECT_EQ(r.stdout_text.rfind("1000:1000\nhi\n", 0), 0u) << r.stdout_text;
-  EXPECT_NE(r.stdout_text.find("/opt/codeact/codeact_kernel.py"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("/opt/codeact/codeact_kernel/__main__.py"), std::string::npos);
   EXPECT_NE(r.stdout_text.find("\n1000\nro\n"), std::string::npos) << r.stdout_text;
 }
 
@@ -186,7 +186,7 @@ TEST(ImageBuilderTiming, DISABLED_ColdBuildAndKernelRebuild) {
   ASSERT_TRUE(first.ok()) << first.error().to_string();
   EXPECT_TRUE(first->built);
 
-  recipe.files["codeact_kernel.py"] += "\n# kernel change " + salt + "\n";
+  recipe.files["codeact_kernel/__main__.py"] += "\n# kernel change " + salt + "\n";
   ImageBuilder kernel_changed(docker, options, recipe);
   EXPECT_NE(kernel_changed.image_tag(), cold.image_tag());
   auto second = kernel_changed.build(false);

@@ -14,14 +14,15 @@ ImageRecipe sample_recipe() {
   r.files["entrypoint.sh"] = "#!/bin/sh\nexec \"$@\"\n";
   r.files["bootstrap.sh"] = "#!/bin/bash\ndebootstrap ...\n";
   r.files["packages.txt"] = "# comment\npython3\n  python3-numpy  # inline\n\nbash\n";
-  r.files["codeact_kernel.py"] = "print('kernel v1')\n";
+  r.files["codeact_kernel/__main__.py"] = "print('kernel v1')\n";
   return r;
 }
 
 TEST(ImageRecipe, EmbeddedRecipeHasEveryFileTheBuildNeeds) {
   const ImageRecipe& r = ImageRecipe::embedded();
   for (const char* name :
-       {"Dockerfile", "entrypoint.sh", "bootstrap.sh", "packages.txt", "codeact_kernel.py"}) {
+       {"Dockerfile", "entrypoint.sh", "bootstrap.sh", "packages.txt", "codeact_kernel/__main__.py",
+        "codeact_kernel/kernel.py"}) {
     ASSERT_TRUE(r.files.count(name)) << name;
     EXPECT_FALSE(r.files.at(name).empty()) << name;
   }
@@ -35,7 +36,7 @@ TEST(ImageRecipe, EmbeddedRecipeHasEveryFileTheBuildNeeds) {
 TEST(ImageRecipe, KernelChangeGivesANewTagButKeepsTheRootFileSystem) {
   ImageRecipe v1 = sample_recipe();
   ImageRecipe v2 = v1;
-  v2.files["codeact_kernel.py"] = "print('kernel v2')\n";
+  v2.files["codeact_kernel/__main__.py"] = "print('kernel v2')\n";
   EXPECT_NE(v1.content_hash(), v2.content_hash());
   EXPECT_EQ(v1.rootfs_hash("bookworm"), v2.rootfs_hash("bookworm"));
 
@@ -78,8 +79,8 @@ TEST(ImageRecipe, BuildContextHoldsDockerfileEntrypointKernelAndPackageList) {
   std::map<std::string, TarEntry> by_name;
   for (auto& e : *entries) by_name[e.path] = e;
   ASSERT_TRUE(by_name.count("Dockerfile"));
-  ASSERT_TRUE(by_name.count("codeact_kernel.py"));
-  EXPECT_EQ(by_name["codeact_kernel.py"].data, "print('kernel v1')\n");
+  ASSERT_TRUE(by_name.count("codeact_kernel/__main__.py"));
+  EXPECT_EQ(by_name["codeact_kernel/__main__.py"].data, "print('kernel v1')\n");
   ASSERT_TRUE(by_name.count("entrypoint.sh"));
   EXPECT_EQ(by_name["entrypoint.sh"].mode, 0755u);
   EXPECT_EQ(by_name["Dockerfile"].mode, 0644u);

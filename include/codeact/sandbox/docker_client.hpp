@@ -23,7 +23,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -324,7 +323,7 @@ class DockerClient {
   static core::Result<std::shared_ptr<DockerClient>> create(DockerClientOptions options = {});
 
   // "unix:///var/run/docker.sock"
-  const std::string& host() const { return host_; }
+  const std::string& host() const;
 
   // Contacts the daemon (GET /_ping). Unavailable with the fix text when it cannot.
   core::Status ping();
@@ -397,20 +396,13 @@ class DockerClient {
                                   const Json* body = nullptr, std::string_view what = "");
 
   DockerClient(std::string host, std::string socket_path, DockerClientOptions options);
+  ~DockerClient();
+  DockerClient(const DockerClient&) = delete;
+  DockerClient& operator=(const DockerClient&) = delete;
 
  private:
-  struct Call;
-  core::Result<std::string> versioned_prefix();
-  core::Result<core::HttpResponse> send(core::HttpRequest request, std::string_view what);
-  core::Result<core::HttpResponse> call(Call& call);
-
-  std::string host_;         // as shown to users
-  std::string socket_path_;  // unix socket
-  DockerClientOptions options_;
-  std::shared_ptr<core::HttpTransport> transport_;
-
-  std::mutex mu_;
-  std::string api_version_;  // GUARDED_BY(mu_); "" until negotiated
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // "unix:///var/run/docker.sock" -> "/var/run/docker.sock"; InvalidArgument for tcp:// and others.

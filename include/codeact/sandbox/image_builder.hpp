@@ -1,7 +1,7 @@
 // ImageBuilder: builds (or finds) the sandbox image `codeact-sandbox:<hash>`.
 //
 // The recipe (src/sandbox/image/: packages.txt, bootstrap.sh, Dockerfile, entrypoint.sh) and the
-// kernel (src/sandbox/kernel/codeact_kernel.py) are embedded in the library at build time, so
+// kernel package (src/sandbox/kernel/codeact_kernel/) are embedded in the library at build time, so
 // the binary builds the image from anywhere. The tag is the first 12 hex digits of a SHA-256 over
 // every recipe file's name and content: changing the kernel or the recipe changes the tag, and
 // ensure_image() builds the new image on next use. The image is also tagged `:latest` and labelled
@@ -38,14 +38,15 @@ inline constexpr std::string_view kSandboxRepository = "codeact-sandbox";
 inline constexpr std::string_view kRootfsRepository = "codeact-rootfs";
 inline constexpr std::string_view kRecipeHashLabel = "io.codeact.recipe-hash";
 // Where things are inside the image (contracts with the kernel and the sandbox manager).
-inline constexpr std::string_view kKernelPathInImage = "/opt/codeact/codeact_kernel.py";
+inline constexpr std::string_view kKernelPathInImage = "/opt/codeact/codeact_kernel";
 inline constexpr std::string_view kPersistentStoragePath = "/persistent-storage";
 inline constexpr std::string_view kKernelSocketDir = "/run/codeact";
 inline constexpr int kSandboxUid = 1000;
 inline constexpr int kSandboxGid = 1000;
 
 // The files the image is made from: name -> content. Names used: "packages.txt",
-// "bootstrap.sh", "Dockerfile", "entrypoint.sh", "codeact_kernel.py".
+// "bootstrap.sh", "Dockerfile", "entrypoint.sh", and "codeact_kernel/<file>.py" for every file of
+// the kernel package.
 struct ImageRecipe {
   std::map<std::string, std::string> files;
 
@@ -110,7 +111,7 @@ class ImageBuilder {
   core::Result<ImageInfo> find_image();
 
   // The build context tar for the Dockerfile (exposed for tests): the Dockerfile, entrypoint.sh,
-  // codeact_kernel.py, build/apt-packages (what to apt-get install, "" on codeact-rootfs) and
+  // the codeact_kernel/ package, build/apt-packages (what to apt-get install, "" on codeact-rootfs) and
   // build/ca.crt (this host's CA bundle, for downloading uv behind a TLS-inspecting proxy).
   core::Result<std::string> build_context(const std::string& apt_packages = "") const;
 
