@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   auto api = stats(time_ms(iterations, [&] { must(manager.execute(id, trivial)); }));
   std::string cname = sandbox::SandboxManager::container_name(id);
   int exec_n = std::max(5, iterations / 5);
-  auto dexec = stats(time_ms(exec_n, [&] { run_cmd({"docker", "exec", cname, "python3", "-c", "pass"}); }));
+  auto dexec = stats(time_ms(exec_n, [&] { run_cmd({"docker", "exec", "--user", "1000:1000", cname, "python3", "-c", "pass"}); }));
   Stats via_cli;
   if (!cli.empty()) {
     via_cli = stats(time_ms(std::max(5, iterations / 5), [&] { run_cmd({cli, "sandbox", "exec", id, "pass"}); }));

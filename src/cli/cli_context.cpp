@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "codeact/core/config.hpp"
 #include "codeact/core/strings.hpp"
 #include "codeact/sandbox/docker_client.hpp"
 
@@ -20,6 +21,16 @@ core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager() {
   CODEACT_TRY_STATUS(docker->ping());
   sandbox::SandboxManagerOptions options;
   options.progress = [](std::string_view line) { std::cerr << "  " << line << "\n"; };
+  // `sandbox.disk` of app_conf.yml (the usual search), when there is one.
+  if (auto path = core::find_config_file("app_conf.yml", "APP_CONFIG_PATH"); path.ok()) {
+    CODEACT_TRY(core::Json raw, core::load_yaml_file(*path));
+    // Only this section is interpolated: a variable other sections need (an API key) may be unset.
+    core::Json section = raw.is_object() ? raw.value("sandbox", core::Json()) : core::Json();
+    CODEACT_TRY(core::Json sandbox_section, core::interpolate_env(section));
+    auto applied = sandbox::manager_options_from_config(core::Json{{"sandbox", sandbox_section}}, options);
+    if (!applied.ok()) return applied.error().with_context(*path);
+    options = std::move(*applied);
+  }
   return std::make_shared<sandbox::SandboxManager>(docker, options);
 }
 

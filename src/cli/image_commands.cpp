@@ -11,6 +11,7 @@
 #include "codeact/core/subprocess.hpp"
 #include "codeact/sandbox/docker_client.hpp"
 #include "codeact/sandbox/image_builder.hpp"
+#include "codeact/temporal/dev_server.hpp"
 
 namespace codeact::cli {
 
@@ -107,6 +108,22 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
     } else {
       bad("data directory " + dir + " is not writable", "set CODEACT_HOME to a writable directory");
     }
+    // Sandbox disks are ext4 images on loop devices (root), and the host user must not share the
+    // sandbox user's uid (it owns the kernel directories sandboxes must not write).
+    if (!core::find_program("mkfs.ext4")) {
+      bad("mkfs.ext4 is not installed (it makes the sandboxes' size-limited disks)", "apt-get install e2fsprogs");
+    } else if (::geteuid() != 0 || ::access("/dev/loop-control", R_OK | W_OK) != 0) {
+      warn("sandbox disks are not size-limited: a loop device per sandbox needs root",
+           "run codeact as root, or set sandbox.disk: none in app_conf.yml (or --disk none) to say it is meant");
+    } else {
+      ok("sandbox disks: size-limited ext4 on loop devices");
+    }
+    if (::geteuid() == static_cast<uid_t>(sandbox::kSandboxUid)) {
+      bad(fmt::format("codeact runs as uid {}, the sandbox user's uid, so sandboxes could write their kernel "
+                      "directories on the host",
+                      sandbox::kSandboxUid),
+          "run codeact as another user (root, or a user with another uid in the docker group)");
+    }
     auto persistence = core::getenv_string("ENABLE_PERSISTENCE");
     if (persistence && (*persistence == "false" || *persistence == "0")) {
       warn("ENABLE_PERSISTENCE is off", "sandbox state lives in memory only and is lost when a container stops");
@@ -142,7 +159,7 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
           bad("Temporal (temporal.url): " + c.error().message(),
               "start the server, fix temporal.url / TEMPORAL_ADDRESS, or leave it empty for the embedded dev server");
         }
-      } else if (auto cli = durable::find_temporal_cli(); cli.ok()) {
+      } else if (auto cli = temporal::find_temporal_cli(); cli.ok()) {
         ok("Temporal: embedded dev server (started on first `codeact run`/`worker`) with " + *cli);
       } else {
         bad("Temporal: no temporal.url and " + cli.error().message(),

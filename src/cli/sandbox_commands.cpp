@@ -84,6 +84,9 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
     cmd->add_flag("--network", opts->network, "Give the sandbox network access (off by default)");
     cmd->add_option("--memory", opts->memory, "Memory limit, e.g. 512m, 2g")->capture_default_str();
     cmd->add_option("--cpus", opts->cpus, "CPU limit (number of CPUs)")->capture_default_str();
+    cmd->add_option("--disk", opts->disk,
+                    "Disk limit of the sandbox's state and files, e.g. 10g, or none (default: sandbox.disk in "
+                    "app_conf.yml, else 10g; fixed when the sandbox is created)");
     cmd->add_flag("--json", *json, "Print the sandbox as JSON");
     cmd->callback([opts, pkgs, sys, json, &exit] {
       opts->python_packages = split_csv(*pkgs);
@@ -95,10 +98,12 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
           print_json(info->to_json());
         } else {
           if (info->resumed) std::cerr << fmt::format("[codeact] resumed sandbox {} at cell {}\n", info->id, info->cell);
-          for (const auto& e : info->restore_errors) {
+          const auto& lost = info->lost.empty() ? info->restore_errors : info->lost;
+          for (const auto& e : lost) {
             std::cerr << fmt::format("[codeact] could not restore {}: {}\n", core::json_string(e, "name"),
                                      core::json_string(e, "reason"));
           }
+          if (!info->notice.empty()) std::cerr << "[codeact] " << info->notice << "\n";
           std::cout << info->id << "\n";
         }
         return kExitOk;
@@ -183,6 +188,7 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
           std::cout << r->stdout_text;
           std::cerr << r->stderr_text;
           if (r->timed_out) std::cerr << fmt::format("[codeact] killed after {}s timeout\n", *timeout);
+          if (!r->notice.empty()) std::cerr << "[codeact] " << r->notice << "\n";
         }
         return r->exit_code == 0 ? kExitOk : kExitCellRaised;
       });
@@ -382,9 +388,10 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
           print_json(arr);
           return kExitOk;
         }
-        std::cout << fmt::format("{:<24} {:<10} {:<8} {}\n", "ID", "STATUS", "NETWORK", "IMAGE");
+        std::cout << fmt::format("{:<24} {:<10} {:<8} {:<6} {}\n", "ID", "STATUS", "NETWORK", "DISK", "IMAGE");
         for (const auto& s : *r) {
-          std::cout << fmt::format("{:<24} {:<10} {:<8} {}\n", s.id, s.status, s.network ? "yes" : "no", s.image);
+          std::cout << fmt::format("{:<24} {:<10} {:<8} {:<6} {}\n", s.id, s.status, s.network ? "yes" : "no",
+                                   s.disk.empty() ? "-" : s.disk, s.image);
         }
         return kExitOk;
       });

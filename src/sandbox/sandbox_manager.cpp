@@ -1,7 +1,9 @@
 #include "codeact/sandbox/sandbox_manager.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <openssl/sha.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,9 +17,12 @@
 #include "codeact/core/base64.hpp"
 #include "codeact/core/config.hpp"
 #include "codeact/core/log.hpp"
+#include "codeact/core/strings.hpp"
 #include "codeact/sandbox/image_builder.hpp"
 #include "codeact/sandbox/kernel_channel.hpp"
 #include "codeact/sandbox/tar_archive.hpp"
+#include "kernel_reply_internal.hpp"
+#include "sandbox_disk_internal.hpp"
 
 namespace codeact::sandbox {
 namespace {
@@ -27,14 +32,32 @@ using namespace std::chrono_literals;
 using core::Result;
 using core::Status;
 
+// Containers made by this version: host-owned kernel directory, root start-up that drops to the
+// sandbox user, an authenticated kernel. Older containers are recreated on their next start.
+constexpr std::string_view kLayoutLabel = "io.codeact.layout";
+constexpr std::string_view kLayout = "2";
+constexpr std::string_view kDiskLabel = "io.codeact.disk";
+constexpr std::string_view kDiskImageLabel = "io.codeact.disk-image";
+constexpr std::string_view kTokenEnv = "CODEACT_KERNEL_TOKEN=";
+// How long a running container's kernel may have no listening socket before it counts as wedged
+// (alive but not accepting) and is restarted. A starting kernel binds within a second.
+constexpr auto kWedgedAfter = 5s;
+// The kernel's exit status when it lost its listening socket (EX_TEMPFAIL).
+constexpr int64_t kExitLostSocket = 75;
+
 std::string random_id() {
   std::random_device rd;
   return fmt::format("sbx-{:08x}", rd());
 }
 
-std::string join(const std::vector<std::string>& v, std::string_view sep) {
+std::string random_token() {
+  unsigned char raw[32];
+  if (::getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw)) {
+    std::random_device rd;
+    for (auto& b : raw) b = static_cast<unsigned char>(rd());
+  }
   std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : std::string(sep)) + s;
+  for (unsigned char b : raw) out += fmt::format("{:02x}", b);
   return out;
 }
 
@@ -64,125 +87,53 @@ std::string sha_hex12(std::string_view data) {
   return out;
 }
 
-std::vector<std::string> string_list(const Json& j) {
-  std::vector<std::string> out;
-  if (!j.is_array()) return out;
-  for (const auto& v : j) {
-    if (v.is_string()) out.push_back(v.get<std::string>());
-  }
-  return out;
-}
-
-std::vector<Json> json_list(const Json& j) {
-  std::vector<Json> out;
-  if (j.is_array()) {
-    for (const auto& v : j) out.push_back(v);
-  }
-  return out;
-}
-
 core::Error no_network_error(const std::string& id, const std::vector<std::string>& packages) {
   return core::failed_precondition(fmt::format(
       "cannot install {}: sandbox \"{}\" has no network access, so pip cannot download packages; "
       "recreate it with network (`codeact sandbox rm {}` then `codeact sandbox start --id {} --network`; "
       "its state is kept on the volume)",
-      join(packages, ", "), id, id, id));
+      core::join(packages, ", "), id, id, id));
+}
+
+// "name (reason), name (reason)" of the kernel's {name, reason} list.
+std::string names_with_reasons(const std::vector<Json>& entries) {
+  std::string out;
+  for (const auto& e : entries) {
+    out += (out.empty() ? "" : ", ") + core::json_string(e, "name");
+    std::string reason = core::json_string(e, "reason");
+    if (!reason.empty()) out += " (" + reason + ")";
+  }
+  return out;
+}
+
+// What a restarted kernel said about its restore, as a clause for a notice.
+std::string restore_clause(const Json& hello) {
+  std::string out = fmt::format("its state was restored from the snapshot of cell {}", core::json_int(hello, "cell"));
+  auto lost = json_list(hello.value("lost", Json::array()));
+  if (lost.empty()) lost = json_list(hello.value("restore_errors", Json::array()));
+  if (!lost.empty()) out += "; not restored: " + names_with_reasons(lost);
+  return out;
+}
+
+// Why a container stopped, from its state (exit status, OOM).
+std::string exit_reason(const ContainerState& s) {
+  if (s.oom_killed) return "the sandbox ran out of memory (its limit was reached) and its kernel was killed";
+  if (s.exit_code == kExitLostSocket) {
+    return "the kernel lost its connection socket (a cell closed the kernel's file descriptors) and exited";
+  }
+  if (s.exit_code == 137) return "the kernel was killed (SIGKILL)";
+  if (s.exit_code > 128 && s.exit_code < 160) {
+    return fmt::format("the kernel was killed by signal {}", s.exit_code - 128);
+  }
+  return fmt::format("the kernel exited with status {}", s.exit_code);
+}
+
+bool mentions_full_disk(const std::string& text) {
+  return text.find("No space left on device") != std::string::npos ||
+         text.find("[Errno 28]") != std::string::npos;
 }
 
 }  // namespace
-
-// ---- value types --------------------------------------------------------------------------
-
-Json SandboxInfo::to_json() const {
-  return Json{{"id", id},
-              {"container_id", container_id},
-              {"container_name", container_name},
-              {"volume", volume},
-              {"image", image},
-              {"status", status},
-              {"running", running},
-              {"network", network},
-              {"resumed", resumed},
-              {"python_packages", python_packages},
-              {"system_packages", system_packages},
-              {"cell", cell},
-              {"restore_errors", restore_errors}};
-}
-
-Json ExecuteResult::to_json() const {
-  Json err = nullptr;
-  if (error) err = Json{{"type", error->type}, {"message", error->message}, {"traceback", error->traceback}};
-  return Json{{"ok", ok},
-              {"stdout", stdout_text},
-              {"stderr", stderr_text},
-              {"result", result ? Json(*result) : Json(nullptr)},
-              {"error", err},
-              {"outputs", outputs},
-              {"files", files},
-              {"not_persisted", not_persisted},
-              {"duration_ms", duration_ms},
-              {"execution_id", execution_id.empty() ? Json(nullptr) : Json(execution_id)},
-              {"cell", cell},
-              {"replayed", replayed},
-              {"timed_out", timed_out},
-              {"kernel_restarted", kernel_restarted},
-              {"notice", notice.empty() ? Json(nullptr) : Json(notice)},
-              {"truncated", truncated}};
-}
-
-ExecuteResult ExecuteResult::from_json(const Json& j) {
-  ExecuteResult r;
-  const Json& err = j.contains("error") ? j["error"] : Json();
-  r.stdout_text = core::json_string(j, "stdout");
-  r.stderr_text = core::json_string(j, "stderr");
-  if (j.contains("result") && j["result"].is_string()) r.result = j["result"].get<std::string>();
-  if (err.is_object()) {
-    r.error = CellError{core::json_string(err, "type"), core::json_string(err, "message"),
-                        core::json_string(err, "traceback")};
-  }
-  std::string status = core::json_string(j, "status");
-  r.ok = j.contains("ok") && j["ok"].is_boolean() && !j.contains("status") ? j["ok"].get<bool>()
-                                                                          : (status.empty() ? !r.error : status == "ok");
-  r.outputs = json_list(j.value("outputs", Json::array()));
-  r.files = string_list(j.value("files", Json::array()));
-  r.not_persisted = json_list(j.value("not_persisted", Json::array()));
-  r.duration_ms = core::json_int(j, "duration_ms");
-  r.execution_id = core::json_string(j, "execution_id");
-  r.cell = core::json_int(j, "cell");
-  r.replayed = core::json_bool(j, "replayed");
-  r.timed_out = core::json_bool(j, "timed_out");
-  r.kernel_restarted = core::json_bool(j, "kernel_restarted");
-  r.notice = core::json_string(j, "notice");
-  r.truncated = j.value("truncated", Json());
-  if (r.truncated.is_object() && r.truncated.empty()) r.truncated = nullptr;
-  return r;
-}
-
-Json BashResult::to_json() const {
-  return Json{{"exit_code", exit_code}, {"stdout", stdout_text}, {"stderr", stderr_text},
-              {"timed_out", timed_out}, {"duration_ms", duration_ms}};
-}
-
-Json InstallResult::to_json() const {
-  return Json{{"ok", ok}, {"installed", installed}, {"output", output}, {"image", image.empty() ? Json() : Json(image)}};
-}
-
-Result<int64_t> parse_size(const std::string& text) {
-  static const std::regex re(R"(^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)[iI]?[bB]?\s*$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, re)) {
-    return core::invalid_argument(fmt::format("\"{}\" is not a size; write e.g. 512m or 2g", text));
-  }
-  double v = std::stod(m[1].str());
-  switch (m[2].str().empty() ? ' ' : std::tolower(m[2].str()[0])) {
-    case 'k': v *= 1024; break;
-    case 'm': v *= 1024 * 1024; break;
-    case 'g': v *= 1024.0 * 1024 * 1024; break;
-    case 't': v *= 1024.0 * 1024 * 1024 * 1024; break;
-    default: break;
-  }
-  return static_cast<int64_t>(v);
-}
 
 // ---- manager ------------------------------------------------------------------------------
 
@@ -216,20 +167,59 @@ class SandboxManager::Impl {
   Result<std::vector<VolumeInfo>> list_volumes();
   Status remove_volume(const std::string& id);
   DockerClient& docker() { return *docker_; }
-  std::string socket_path(const std::string& id) const;
+  std::string socket_path(const std::string& id) const { return kernel_dir(id) + "/kernel.sock"; }
   VolumeSpec volume_spec(const std::string& id) const;
 
  private:
+  // Host paths of a sandbox: <data>/sandboxes/<id>/{kernel/ (bind-mounted at /run/codeact, not
+  // writable by the sandbox), disk.ext4}.
+  std::string sandbox_dir(const std::string& id) const { return options_.data_dir + "/sandboxes/" + id; }
+  std::string kernel_dir(const std::string& id) const { return sandbox_dir(id) + "/kernel"; }
+  std::string disk_image(const std::string& id) const { return sandbox_dir(id) + "/disk.ext4"; }
+  // Before version 2 the kernel socket lived in <data>/run/<id>, writable by the sandbox.
+  std::string legacy_run_dir(const std::string& id) const { return options_.data_dir + "/run/" + id; }
+
   Result<std::string> ensure_image(const SandboxOptions& options);
   Result<std::string> ensure_system_image(const std::string& base,
                                           const std::vector<std::string>& packages);
-  Result<ContainerSpec> container_spec(const SandboxOptions& options, const std::string& image);
+  Result<ContainerSpec> container_spec(const SandboxOptions& options, const std::string& image,
+                                       const std::string& token, const std::string& disk);
+  // The options a container was created with, read back from its labels.
+  SandboxOptions options_from_labels(const std::string& id, const ContainerInfo& c) const;
+  // A fresh kernel directory, owned by the host user (the sandbox user cannot write it).
+  Status prepare_kernel_dir(const std::string& id);
+  // Creates the sandbox's volume if missing (with a disk limit when asked and possible) and
+  // returns its limit ("" = none); `notice` says when a default limit could not be applied.
+  Result<std::string> ensure_volume(const SandboxOptions& options, std::string* notice);
+  // Makes sure the volume's loop device is attached to THIS sandbox's image (after a reboot the
+  // number may be free, or another sandbox's); recreates the volume's definition when the device
+  // changed, which needs the container gone: returns true when it removed the container.
+  Result<bool> ensure_disk_attached(const std::string& id);
+  // Creates and starts the container (prepared kernel directory, new token).
+  Status create_container(const SandboxOptions& options, const std::string& image, const std::string& disk);
+  // Starts a stopped container after checking its disk; recreates it when needed.
+  Status start_container(const std::string& id);
+  // Restarts a running container (`grace` for the kernel to stop by itself).
+  Status restart_running(const std::string& id, std::chrono::seconds grace);
+  // Recreates the container from its labels (state is on the volume).
+  Status recreate_container(const std::string& id, const ContainerInfo& c);
   Result<Json> wait_ready(const std::string& id);
   // Makes sure the container runs and its kernel answers; `notice` says what was done.
   Result<Json> ensure_running(const std::string& id, std::string* notice);
+  // Stops and starts the container (the kernel restores its snapshot); `why` goes first in the
+  // notice. Returns the new kernel's hello.
+  Result<Json> restart_kernel(const std::string& id, const std::string& why, std::string* notice);
+  Result<KernelAuth> auth_for(const std::string& id);
+  void forget_auth(const std::string& id);
   Result<std::unique_ptr<KernelChannel>> open_channel(const std::string& id, std::string* notice);
+  // One kernel call on a fresh channel. When the peer fails authentication (something else
+  // answered at the sandbox's socket; nothing of ours ran there) the sandbox is restarted and the
+  // call made once more.
+  Result<Json> authenticated_call(const std::string& id, const std::string& op, const Json& fields,
+                                  const KernelCallOptions& options, std::string* notice);
   Result<Json> call_with_recovery(const std::string& id, const std::string& op, Json fields,
                                   std::chrono::milliseconds timeout, std::string* notice);
+  std::string disk_hint(const std::string& id);
   std::optional<std::string> env(const std::string& name) const;
   std::mutex& lock_for(const std::string& id);
 
@@ -237,11 +227,14 @@ class SandboxManager::Impl {
   SandboxManagerOptions options_;
   std::mutex locks_mu_;
   std::map<std::string, std::unique_ptr<std::mutex>> locks_;  // GUARDED_BY(locks_mu_)
+  std::mutex auth_mu_;
+  std::map<std::string, KernelAuth> auth_;  // GUARDED_BY(auth_mu_): sandbox id -> its kernel's token
 };
 
 SandboxManager::Impl::Impl(std::shared_ptr<DockerClient> docker, SandboxManagerOptions options)
     : docker_(std::move(docker)), options_(std::move(options)) {
   if (options_.data_dir.empty()) options_.data_dir = core::data_dir();
+  if (options_.default_disk.empty()) options_.default_disk = "10g";
 }
 
 std::optional<std::string> SandboxManager::Impl::env(const std::string& name) const {
@@ -253,10 +246,6 @@ std::mutex& SandboxManager::Impl::lock_for(const std::string& id) {
   auto& m = locks_[id];
   if (!m) m = std::make_unique<std::mutex>();
   return *m;
-}
-
-std::string SandboxManager::Impl::socket_path(const std::string& id) const {
-  return fmt::format("{}/run/{}/kernel.sock", options_.data_dir, id);
 }
 
 Status SandboxManager::validate_id(const std::string& id) {
@@ -286,6 +275,33 @@ Status SandboxManager::validate_system_package(const std::string& name) {
         fmt::format("\"{}\" is not a Debian package name (expected e.g. graphviz, libgomp1)", name));
   }
   return core::ok_status();
+}
+
+Status SandboxManager::validate_disk(const std::string& disk) {
+  if (disk.empty() || disk == "none") return core::ok_status();
+  auto bytes = parse_size(disk);
+  if (!bytes.ok()) return core::invalid_argument(fmt::format("--disk {}: {} (or \"none\" for no limit)", disk, bytes.error().message()));
+  if (*bytes < (16LL << 20)) {
+    return core::invalid_argument(fmt::format("--disk {} is too small: a sandbox needs at least 16m", disk));
+  }
+  return core::ok_status();
+}
+
+Result<SandboxManagerOptions> manager_options_from_config(const Json& app_config, SandboxManagerOptions base) {
+  if (!app_config.is_object() || !app_config.contains("sandbox")) return base;
+  const Json& section = app_config["sandbox"];
+  if (section.is_null()) return base;
+  if (!section.is_object()) return core::invalid_argument("app_conf.yml: `sandbox` must be a mapping (e.g. `disk: 10g`)");
+  if (section.contains("disk") && !section["disk"].is_null()) {
+    const Json& disk = section["disk"];
+    std::string text = disk.is_string() ? disk.get<std::string>() : disk.is_number() ? disk.dump() : "";
+    if (text.empty() || !SandboxManager::validate_disk(text).ok()) {
+      return core::invalid_argument(fmt::format(
+          "app_conf.yml: sandbox.disk is {}; write a size such as 10g, or none", disk.dump()));
+    }
+    base.default_disk = text;
+  }
+  return base;
 }
 
 VolumeSpec SandboxManager::Impl::volume_spec(const std::string& id) const {
@@ -321,20 +337,21 @@ Result<std::string> SandboxManager::Impl::ensure_image(const SandboxOptions& opt
 }
 
 Result<std::string> SandboxManager::Impl::ensure_system_image(const std::string& base,
-                                                         const std::vector<std::string>& packages) {
+                                                               const std::vector<std::string>& packages) {
   for (const auto& p : packages) CODEACT_TRY_STATUS(validate_system_package(p));
   std::vector<std::string> sorted = packages;
   std::sort(sorted.begin(), sorted.end());
   auto [repo, tag] = split_image_reference(base);
-  std::string derived_tag = fmt::format("{}-sys-{}", tag.empty() ? "latest" : tag, sha_hex12(join(sorted, " ")));
+  std::string derived_tag = fmt::format("{}-sys-{}", tag.empty() ? "latest" : tag, sha_hex12(core::join(sorted, " ")));
   std::string derived = fmt::format("{}:{}", repo, derived_tag);
   if (docker_->inspect_image(derived).ok()) return derived;
+  // The derived image keeps the base's user; the sandbox manager sets the container's user.
   std::string dockerfile = fmt::format(
       "FROM {}\nUSER root\n"
       "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {} "
       "&& rm -rf /var/lib/apt/lists/*\n"
       "USER {}:{}\nLABEL io.codeact.system-packages=\"{}\"\n",
-      base, join(sorted, " "), kSandboxUid, kSandboxGid, join(sorted, ","));
+      base, core::join(sorted, " "), kSandboxUid, kSandboxGid, core::join(sorted, ","));
   TarWriter tar;
   CODEACT_TRY_STATUS(tar.add_file("Dockerfile", dockerfile));
   BuildImageOptions bo;
@@ -344,17 +361,19 @@ Result<std::string> SandboxManager::Impl::ensure_system_image(const std::string&
   auto built = docker_->build_image(bo);
   if (!built.ok()) {
     return built.error().with_context(
-        fmt::format("installing system packages {} (apt-get needs the Debian mirror to be reachable)", join(sorted, ", ")));
+        fmt::format("installing system packages {} (apt-get needs the Debian mirror to be reachable)", core::join(sorted, ", ")));
   }
   return derived;
 }
 
-Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions& options, const std::string& image) {
+Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions& options, const std::string& image,
+                                                           const std::string& token, const std::string& disk) {
   CODEACT_TRY(int64_t memory, parse_size(options.memory));
   CODEACT_TRY(int64_t tmp_bytes, parse_size(options.tmp_size));
   if (options.cpus <= 0 || options.cpus > 256) {
     return core::invalid_argument(fmt::format("--cpus {} is out of range (0 < cpus <= 256)", options.cpus));
   }
+  CODEACT_TRY_STATUS(validate_disk(options.disk));
   bool persistence = options.persistence.value_or([&] {
     auto v = env("ENABLE_PERSISTENCE");
     return !(v && (*v == "false" || *v == "0" || *v == "False" || *v == "no"));
@@ -363,21 +382,28 @@ Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions&
   ContainerSpec spec;
   spec.name = container_name(id);
   spec.image = image;
-  spec.user = fmt::format("{}:{}", kSandboxUid, kSandboxGid);
+  // The kernel starts as root only to create its socket in the host-owned /run/codeact, then
+  // drops to the sandbox user for good (setuid: every capability is gone) before any user code
+  // runs; no root process is left in the container.
+  spec.user = "0:0";
   spec.hostname = "sandbox";
   spec.env = {{"CODEACT_SANDBOX_ID", id},
               {"CODEACT_PERSISTENCE", persistence ? "1" : "0"},
               {"CODEACT_DURABILITY", env("CODEACT_DURABILITY").value_or("fsync")},
-              {"CODEACT_SOCKET", std::string(kKernelSocketDir) + "/kernel.sock"}};
+              {"CODEACT_SOCKET", std::string(kKernelSocketDir) + "/kernel.sock"},
+              {"CODEACT_KERNEL_TOKEN", token},
+              {"CODEACT_DISK_LIMIT", disk}};
   spec.labels = {{std::string(kSandboxLabel), "1"},
                  {std::string(kSandboxIdLabel), id},
+                 {std::string(kLayoutLabel), std::string(kLayout)},
+                 {std::string(kDiskLabel), disk},
                  {"io.codeact.network", options.network ? "1" : "0"},
                  {"io.codeact.persistence", persistence ? "1" : "0"},
-                 {"io.codeact.python-packages", join(options.python_packages, ",")},
-                 {"io.codeact.system-packages", join(options.system_packages, ",")},
+                 {"io.codeact.python-packages", core::join(options.python_packages, ",")},
+                 {"io.codeact.system-packages", core::join(options.system_packages, ",")},
                  {"io.codeact.memory", options.memory},
                  {"io.codeact.cpus", fmt::format("{}", options.cpus)}};
-  spec.binds.push_back({fmt::format("{}/run/{}", options_.data_dir, id), std::string(kKernelSocketDir), false});
+  spec.binds.push_back({kernel_dir(id), std::string(kKernelSocketDir), false});
   if (persistence) {
     spec.volumes.push_back({volume_name(id), std::string(kPersistentStoragePath), false, false});
   } else {
@@ -387,36 +413,265 @@ Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions&
   spec.tmpfs["/tmp"] = fmt::format("rw,nosuid,nodev,size={},mode=1777", tmp_bytes);
   spec.read_only_rootfs = true;
   spec.cap_drop = {"ALL"};
+  spec.cap_add = {"SETUID", "SETGID"};  // for the drop to the sandbox user, then gone
   spec.security_opt = {"no-new-privileges"};
   spec.pids_limit = options.pids_limit;
   spec.memory_bytes = memory;
   spec.memory_swap_bytes = memory;  // no swap beyond the memory limit
   spec.nano_cpus = static_cast<int64_t>(options.cpus * 1e9);
   spec.network_mode = options.network ? "bridge" : "none";
-  spec.init = true;
+  spec.init = false;  // the kernel's own init is pid 1 (and drops privileges like the kernel)
   spec.stop_timeout_seconds = 5;
+  // What the kernel writes outside cells (its log, stray output of background processes) lands
+  // in Docker's log file on the host: capped, so it cannot fill the host's disk.
+  spec.extra_host_config = Json{{"LogConfig", {{"Type", "json-file"}, {"Config", {{"max-size", "1m"}, {"max-file", "1"}}}}}};
   return spec;
 }
 
+SandboxOptions SandboxManager::Impl::options_from_labels(const std::string& id, const ContainerInfo& c) const {
+  SandboxOptions o;
+  o.id = id;
+  o.network = label_or(c.labels, "io.codeact.network") == "1";
+  o.persistence = label_or(c.labels, "io.codeact.persistence", "1") == "1";
+  o.python_packages = split_list(label_or(c.labels, "io.codeact.python-packages"));
+  o.system_packages = split_list(label_or(c.labels, "io.codeact.system-packages"));
+  o.memory = label_or(c.labels, "io.codeact.memory", "512m");
+  try {
+    o.cpus = std::stod(label_or(c.labels, "io.codeact.cpus", "1"));
+  } catch (const std::exception&) {
+    o.cpus = 1;
+  }
+  std::string disk = label_or(c.labels, kDiskLabel);
+  o.disk = disk.empty() ? "none" : disk;
+  return o;
+}
+
+Status SandboxManager::Impl::prepare_kernel_dir(const std::string& id) {
+  std::error_code ec;
+  fs::create_directories(sandbox_dir(id), ec);
+  if (ec) return core::internal_error(fmt::format("cannot create {}: {}", sandbox_dir(id), ec.message()));
+  ::chmod(sandbox_dir(id).c_str(), 0700);
+  // Whatever an earlier container left there goes (remove_all never follows links).
+  fs::remove_all(kernel_dir(id), ec);
+  if (::mkdir(kernel_dir(id).c_str(), 0755) != 0 || ::chmod(kernel_dir(id).c_str(), 0755) != 0) {
+    return core::internal_error(fmt::format("cannot create {}: {}", kernel_dir(id), std::strerror(errno)));
+  }
+  fs::remove_all(legacy_run_dir(id), ec);
+  return core::ok_status();
+}
+
+Result<std::string> SandboxManager::Impl::ensure_volume(const SandboxOptions& options, std::string* notice) {
+  const std::string& id = options.id;
+  auto existing = docker_->inspect_volume(volume_name(id));
+  if (existing.ok()) {
+    std::string disk = label_or(existing->labels, kDiskLabel);
+    if (!options.disk.empty() && options.disk != (disk.empty() ? "none" : disk)) {
+      return core::failed_precondition(fmt::format(
+          "sandbox \"{}\" has {}; a sandbox's disk is fixed when it is created (remove it with "
+          "`codeact sandbox rm {} --volume` to start over with --disk {})",
+          id, disk.empty() ? "no disk limit" : "a disk of " + disk, id, options.disk));
+    }
+    return disk;
+  }
+  if (existing.error().code() != core::Code::kNotFound) return existing.error();
+
+  VolumeSpec spec = volume_spec(id);
+  const bool explicit_limit = !options.disk.empty();
+  const std::string want = explicit_limit ? options.disk : options_.default_disk;
+  const bool local = spec.driver_opts.empty() && spec.driver == "local";
+  if (want == "none") {
+    CODEACT_TRY_STATUS(docker_->create_volume(spec));
+    return std::string();
+  }
+  if (!local) {
+    if (explicit_limit) {
+      return core::invalid_argument(fmt::format(
+          "--disk {}: disk limits need a local volume, and VOLUME_DRIVER makes this one {}; that "
+          "storage's own quota applies (use --disk none)",
+          want, spec.driver_opts.count("type") ? spec.driver_opts.at("type") : spec.driver));
+    }
+    CODEACT_TRY_STATUS(docker_->create_volume(spec));
+    return std::string();
+  }
+  CODEACT_TRY(int64_t bytes, parse_size(want));
+  std::error_code ec;
+  fs::create_directories(sandbox_dir(id), ec);
+  ::chmod(sandbox_dir(id).c_str(), 0700);
+  const std::string image = disk_image(id);
+  if (!fs::exists(image, ec)) CODEACT_TRY_STATUS(disk::create_image(image, bytes, kSandboxUid, kSandboxGid));
+  auto device = disk::attach(image);
+  if (!device.ok()) {
+    if (explicit_limit || device.error().code() != core::Code::kPermissionDenied) {
+      return device.error().with_context(fmt::format("sandbox \"{}\": setting up its {} disk", id, want));
+    }
+    fs::remove(image, ec);
+    if (notice) *notice = "no disk limit: " + device.error().message();
+    core::log().warn("sandbox \"{}\": {}", id, device.error().message());
+    CODEACT_TRY_STATUS(docker_->create_volume(spec));
+    return std::string();
+  }
+  spec.driver_opts = {{"type", "ext4"}, {"device", *device}};
+  spec.labels[std::string(kDiskLabel)] = want;
+  spec.labels[std::string(kDiskImageLabel)] = image;
+  CODEACT_TRY_STATUS(docker_->create_volume(spec));
+  return want;
+}
+
+Result<bool> SandboxManager::Impl::ensure_disk_attached(const std::string& id) {
+  auto vol = docker_->inspect_volume(volume_name(id));
+  if (!vol.ok()) return vol.error().code() == core::Code::kNotFound ? Result<bool>(false) : Result<bool>(vol.error());
+  const std::string image = label_or(vol->labels, kDiskImageLabel);
+  if (image.empty()) return false;  // no disk limit
+  const std::string recorded = vol->options.count("device") ? vol->options.at("device") : "";
+  CODEACT_TRY(std::string device, disk::attach(image));
+  if (device == recorded) return false;
+  // The volume names a device that is now free or someone else's: redefine it (the data is in
+  // the image, not in the volume's definition), which Docker allows only without containers.
+  core::log().info("sandbox \"{}\": its disk is now {} (was {}); redefining volume {}", id, device, recorded,
+                   volume_name(id));
+  auto c = docker_->inspect_container(container_name(id));
+  bool removed = false;
+  if (c.ok()) {
+    CODEACT_TRY_STATUS(docker_->remove_container(container_name(id), {.force = true}));
+    removed = true;
+  }
+  CODEACT_TRY_STATUS(docker_->remove_volume(volume_name(id), true));
+  VolumeSpec spec = volume_spec(id);
+  spec.labels = vol->labels;
+  spec.driver_opts = {{"type", "ext4"}, {"device", device}};
+  CODEACT_TRY_STATUS(docker_->create_volume(spec));
+  return removed;
+}
+
+Status SandboxManager::Impl::create_container(const SandboxOptions& options, const std::string& image,
+                                              const std::string& disk) {
+  CODEACT_TRY_STATUS(prepare_kernel_dir(options.id));
+  const std::string token = random_token();
+  CODEACT_TRY(ContainerSpec spec, container_spec(options, image, token, disk));
+  forget_auth(options.id);
+  CODEACT_TRY_STATUS(docker_->create_container(spec));
+  {
+    std::lock_guard lock(auth_mu_);
+    auth_[options.id] = KernelAuth{options.id, token};
+  }
+  return docker_->start_container(container_name(options.id));
+}
+
+Status SandboxManager::Impl::recreate_container(const std::string& id, const ContainerInfo& c) {
+  SandboxOptions o = options_from_labels(id, c);
+  std::string image = c.config_image;
+  std::string disk = label_or(c.labels, kDiskLabel);
+  CODEACT_TRY_STATUS(docker_->remove_container(container_name(id), {.force = true}));
+  forget_auth(id);
+  auto checked = ensure_disk_attached(id);
+  if (!checked.ok()) return checked.error();
+  if (docker_->inspect_image(image).ok() == false) {
+    o.image = "";
+    CODEACT_TRY(image, ensure_image(o));
+  }
+  return create_container(o, image, disk);
+}
+
+Status SandboxManager::Impl::start_container(const std::string& id) {
+  auto c = docker_->inspect_container(container_name(id));
+  if (!c.ok()) return c.error();
+  if (label_or(c->labels, kLayoutLabel) != kLayout) {
+    core::log().info("sandbox \"{}\": recreating its container, made by an older codeact (state kept)", id);
+    return recreate_container(id, *c);
+  }
+  CODEACT_TRY(bool removed, ensure_disk_attached(id));
+  if (removed) {
+    SandboxOptions o = options_from_labels(id, *c);
+    return create_container(o, c->config_image, label_or(c->labels, kDiskLabel));
+  }
+  ::unlink(socket_path(id).c_str());
+  return docker_->start_container(container_name(id));
+}
+
+Status SandboxManager::Impl::restart_running(const std::string& id, std::chrono::seconds grace) {
+  // The old socket goes first: until the new kernel binds, nothing is found there (unlink never
+  // follows a link), never a stale or planted entry.
+  ::unlink(socket_path(id).c_str());
+  return docker_->restart_container(container_name(id), grace);
+}
+
+Result<KernelAuth> SandboxManager::Impl::auth_for(const std::string& id) {
+  {
+    std::lock_guard lock(auth_mu_);
+    auto it = auth_.find(id);
+    if (it != auth_.end()) return it->second;
+  }
+  auto c = docker_->inspect_container(container_name(id));
+  if (!c.ok()) {
+    if (c.error().code() == core::Code::kNotFound) {
+      return core::not_found(fmt::format("no sandbox \"{}\" (start it with `codeact sandbox start --id {}`)", id, id));
+    }
+    return c.error();
+  }
+  std::string token;
+  const Json env_list = c->raw.value("Config", Json::object()).value("Env", Json::array());
+  for (const auto& e : env_list) {
+    if (!e.is_string()) continue;
+    const std::string& s = e.get_ref<const std::string&>();
+    if (s.rfind(kTokenEnv, 0) == 0) token = s.substr(kTokenEnv.size());
+  }
+  if (token.empty()) {
+    return core::failed_precondition(fmt::format(
+        "sandbox \"{}\" was created by an older codeact (its kernel cannot prove who it is); it is "
+        "recreated, with its state, on its next start: `codeact sandbox restart {}`",
+        id, id));
+  }
+  KernelAuth auth{id, token};
+  std::lock_guard lock(auth_mu_);
+  auth_[id] = auth;
+  return auth;
+}
+
+void SandboxManager::Impl::forget_auth(const std::string& id) {
+  std::lock_guard lock(auth_mu_);
+  auth_.erase(id);
+}
+
 Result<Json> SandboxManager::Impl::wait_ready(const std::string& id) {
-  auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + options_.ready_timeout;
+  // Since when the socket has had no listener (steady_clock epoch = it has one).
+  std::chrono::steady_clock::time_point unreachable_since{};
+  bool restarted_wedged = false;
   while (true) {
-    auto ch = KernelChannel::connect(socket_path(id), 250ms);
+    CODEACT_TRY(KernelAuth auth, auth_for(id));
+    auto ch = KernelChannel::connect(socket_path(id), 250ms, auth);
     if (ch.ok()) {
       auto hello = (*ch)->call("hello", Json::object(), {.timeout = 10s});
       if (hello.ok()) return hello;
+      if ((*ch)->auth_failed()) return hello.error();
+    } else if (ch.error().code() == core::Code::kPermissionDenied) {
+      return ch.error();
     }
     auto info = docker_->inspect_container(container_name(id));
     if (!info.ok()) return info.error();
     if (!info->state.running) {
       auto logs = docker_->logs(container_name(id), {.tail = "20"});
       std::string tail = logs.ok() ? logs->stderr_text + logs->stdout_text : "";
-      return core::unavailable(fmt::format(
-          "sandbox \"{}\": the kernel exited (code {}{}) before answering{}{}", id, info->state.exit_code,
-          info->state.oom_killed ? ", killed for running out of memory" : "", tail.empty() ? "" : "; its last output:\n",
-          tail));
+      return core::unavailable(fmt::format("sandbox \"{}\": {} before answering{}{}", id, exit_reason(info->state),
+                                           tail.empty() ? "" : "; its last output:\n", tail));
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
+    // Running, but nobody listens on the socket: a kernel still starting binds within a second;
+    // one that stays unreachable is wedged (alive, not accepting) and is restarted once.
+    auto state = KernelChannel::probe(socket_path(id));
+    auto now = std::chrono::steady_clock::now();
+    if (state == KernelChannel::SocketState::kListening) {
+      unreachable_since = {};
+    } else if (unreachable_since == std::chrono::steady_clock::time_point{}) {
+      unreachable_since = now;
+    } else if (now - unreachable_since > kWedgedAfter && !restarted_wedged) {
+      core::log().warn("sandbox \"{}\": its kernel runs but has not accepted connections for {} s; restarting it", id,
+                       std::chrono::duration_cast<std::chrono::seconds>(kWedgedAfter).count());
+      restarted_wedged = true;
+      unreachable_since = {};
+      CODEACT_TRY_STATUS(restart_running(id, std::chrono::seconds(0)));
+    }
+    if (now >= deadline) {
       return core::deadline_exceeded(fmt::format("sandbox \"{}\": the kernel did not answer within {} s of starting", id,
                                                  options_.ready_timeout.count() / 1000));
     }
@@ -431,13 +686,14 @@ Result<SandboxInfo> SandboxManager::Impl::start(const SandboxOptions& in) {
   for (const auto& p : options.python_packages) CODEACT_TRY_STATUS(validate_python_package(p));
   for (const auto& p : options.system_packages) CODEACT_TRY_STATUS(validate_system_package(p));
   // Bad limits are refused even when the sandbox exists and is only resumed.
-  CODEACT_TRY_STATUS(container_spec(options, "validate-only"));
+  CODEACT_TRY_STATUS(container_spec(options, "validate-only", "", ""));
   const std::string& id = options.id;
   std::lock_guard lock(lock_for(id));
 
   CODEACT_TRY(std::string image, ensure_image(options));
 
   bool resumed = false;
+  std::string notice;
   auto existing = docker_->inspect_container(container_name(id));
   if (existing.ok()) {
     if (label_or(existing->labels, kSandboxLabel) != "1") {
@@ -446,32 +702,45 @@ Result<SandboxInfo> SandboxManager::Impl::start(const SandboxOptions& in) {
     }
     bool network_changed = label_or(existing->labels, "io.codeact.network") != (options.network ? "1" : "0");
     bool image_changed = existing->config_image != image;
-    if ((network_changed || image_changed) && (!in.system_packages.empty() || in.network)) {
-      // Asked for something the current container cannot give: recreate it; state is on the volume.
+    bool old_layout = label_or(existing->labels, kLayoutLabel) != kLayout;
+    if (((network_changed || image_changed) && (!in.system_packages.empty() || in.network)) || old_layout) {
+      // Asked for something the current container cannot give, or made by an older codeact:
+      // recreate it; state is on the volume.
       CODEACT_TRY_STATUS(docker_->remove_container(container_name(id), {.force = true}));
+      forget_auth(id);
+      if (old_layout) {
+        options.network = options.network || label_or(existing->labels, "io.codeact.network") == "1";
+        notice = "its container was made by an older codeact and was recreated (state kept)";
+      }
     } else {
       resumed = true;
-      if (!existing->state.running) CODEACT_TRY_STATUS(docker_->start_container(container_name(id)));
+      std::string disk = label_or(existing->labels, kDiskLabel);
+      if (!in.disk.empty() && in.disk != (disk.empty() ? "none" : disk)) {
+        return core::failed_precondition(fmt::format(
+            "sandbox \"{}\" has {}; a sandbox's disk is fixed when it is created (remove it with "
+            "`codeact sandbox rm {} --volume` to start over with --disk {})",
+            id, disk.empty() ? "no disk limit" : "a disk of " + disk, id, in.disk));
+      }
+      if (!existing->state.running) CODEACT_TRY_STATUS(start_container(id));
     }
   } else if (existing.error().code() != core::Code::kNotFound) {
     return existing.error();
   }
 
   if (!resumed) {
-    std::error_code ec;
-    std::string run_dir = fmt::format("{}/run/{}", options_.data_dir, id);
-    fs::create_directories(run_dir, ec);
-    if (ec) return core::internal_error(fmt::format("cannot create {}: {}", run_dir, ec.message()));
-    // The kernel (uid 1000) creates its socket here.
-    if (::chown(run_dir.c_str(), kSandboxUid, kSandboxGid) != 0) ::chmod(run_dir.c_str(), 0777);
-    fs::remove(run_dir + "/kernel.sock", ec);
-    CODEACT_TRY(ContainerSpec spec, container_spec(options, image));
-    if (!spec.volumes.empty()) {
-      auto vol = docker_->inspect_volume(volume_name(id));
-      if (!vol.ok()) CODEACT_TRY_STATUS(docker_->create_volume(volume_spec(id)));
+    std::string disk;
+    bool persistence = true;
+    {
+      CODEACT_TRY(ContainerSpec probe, container_spec(options, image, "", ""));
+      persistence = !probe.volumes.empty();
     }
-    CODEACT_TRY_STATUS(docker_->create_container(spec));
-    CODEACT_TRY_STATUS(docker_->start_container(container_name(id)));
+    if (persistence) {
+      std::string volume_notice;
+      CODEACT_TRY(disk, ensure_volume(options, &volume_notice));
+      if (!volume_notice.empty()) notice += (notice.empty() ? "" : "; ") + volume_notice;
+      CODEACT_TRY_STATUS(ensure_disk_attached(id));
+    }
+    CODEACT_TRY_STATUS(create_container(options, image, disk));
   }
 
   CODEACT_TRY(Json hello, wait_ready(id));
@@ -479,27 +748,27 @@ Result<SandboxInfo> SandboxManager::Impl::start(const SandboxOptions& in) {
     return no_network_error(id, options.python_packages).with_context(fmt::format("sandbox \"{}\" started", id));
   }
   if (!options.python_packages.empty()) {
-    CODEACT_TRY(InstallResult ir, [&]() -> Result<InstallResult> {
-      auto r = call_with_recovery(id, "install", Json{{"packages", options.python_packages}, {"timeout", 600}},
-                                  std::chrono::minutes(11), nullptr);
-      if (!r.ok()) return r.error();
-      InstallResult out;
-      out.ok = core::json_string(*r, "status") == "ok";
-      out.installed = string_list(r->value("installed", Json::array()));
-      out.output = core::json_string(*r, "stderr") + core::json_string(*r, "stdout");
-      return out;
-    }());
-    if (!ir.ok) {
-      return core::failed_precondition(fmt::format("sandbox \"{}\" started, but installing {} failed{}:\n{}", id,
-                                                   join(options.python_packages, ", "),
-                                                   options.network ? "" : " (it has no network; start it with --network)",
-                                                   ir.output));
+    auto r = call_with_recovery(id, "install", Json{{"packages", options.python_packages}, {"timeout", 600}},
+                                std::chrono::minutes(11), nullptr);
+    if (!r.ok()) return r.error();
+    if (core::json_string(*r, "status") != "ok") {
+      return core::failed_precondition(fmt::format("sandbox \"{}\" started, but installing {} failed:\n{}", id,
+                                                   core::join(options.python_packages, ", "),
+                                                   core::json_string(*r, "stderr") + core::json_string(*r, "stdout")));
     }
   }
   CODEACT_TRY(SandboxInfo info, this->info(id));
   info.resumed = resumed;
   info.cell = core::json_int(hello, "cell");
   info.restore_errors = json_list(hello.value("restore_errors", Json::array()));
+  info.lost = json_list(hello.value("lost", Json::array()));
+  if (::geteuid() == static_cast<uid_t>(kSandboxUid)) {
+    notice += std::string(notice.empty() ? "" : "; ") +
+              fmt::format("codeact runs as uid {}, the sandbox user's uid, so the sandbox can write its "
+                          "kernel directory on the host; run codeact as another user (e.g. root)",
+                          kSandboxUid);
+  }
+  info.notice = notice;
   return info;
 }
 
@@ -526,6 +795,7 @@ Result<SandboxInfo> SandboxManager::Impl::info(const std::string& id) {
   info.network = label_or(c->labels, "io.codeact.network") == "1";
   info.python_packages = split_list(label_or(c->labels, "io.codeact.python-packages"));
   info.system_packages = split_list(label_or(c->labels, "io.codeact.system-packages"));
+  info.disk = label_or(c->labels, kDiskLabel);
   return info;
 }
 
@@ -539,12 +809,20 @@ Result<SandboxInfo> SandboxManager::Impl::restart(const std::string& id) {
   CODEACT_TRY_STATUS(info(id));
   {
     std::lock_guard lock(lock_for(id));
-    CODEACT_TRY_STATUS(docker_->restart_container(container_name(id), std::chrono::seconds(5)));
+    auto c = docker_->inspect_container(container_name(id));
+    if (!c.ok()) return c.error();
+    if (c->state.running && label_or(c->labels, kLayoutLabel) == kLayout) {
+      CODEACT_TRY_STATUS(restart_running(id, std::chrono::seconds(5)));
+    } else {
+      if (c->state.running) CODEACT_TRY_STATUS(docker_->stop_container(container_name(id), std::chrono::seconds(5)));
+      CODEACT_TRY_STATUS(start_container(id));
+    }
   }
   CODEACT_TRY(Json hello, wait_ready(id));
   CODEACT_TRY(SandboxInfo i, info(id));
   i.cell = core::json_int(hello, "cell");
   i.restore_errors = json_list(hello.value("restore_errors", Json::array()));
+  i.lost = json_list(hello.value("lost", Json::array()));
   return i;
 }
 
@@ -557,6 +835,10 @@ Status SandboxManager::Impl::remove(const std::string& id, bool volume) {
     return core::failed_precondition(fmt::format("container {} was not created by codeact; not removing it", container_name(id)));
   }
   if (had_container) CODEACT_TRY_STATUS(docker_->remove_container(container_name(id), {.force = true}));
+  forget_auth(id);
+  std::error_code ec;
+  fs::remove_all(kernel_dir(id), ec);
+  fs::remove_all(legacy_run_dir(id), ec);
   bool had_volume = false;
   if (volume) {
     auto v = docker_->inspect_volume(volume_name(id));
@@ -567,9 +849,15 @@ Status SandboxManager::Impl::remove(const std::string& id, bool volume) {
       had_volume = true;
       CODEACT_TRY_STATUS(docker_->remove_volume(volume_name(id), true));
     }
+    // The disk image (and its loop device) go with the volume.
+    const std::string image = disk_image(id);
+    if (fs::exists(image, ec)) {
+      auto device = disk::find_loop_device(image);
+      if (device.ok() && *device) CODEACT_TRY_STATUS(disk::detach(**device));
+      had_volume = true;
+    }
+    fs::remove_all(sandbox_dir(id), ec);
   }
-  std::error_code ec;
-  fs::remove_all(fmt::format("{}/run/{}", options_.data_dir, id), ec);
   if (!had_container && !had_volume) {
     return core::not_found(fmt::format("no sandbox \"{}\"{}", id, volume ? " and no volume" : ""));
   }
@@ -593,6 +881,7 @@ Result<std::vector<SandboxInfo>> SandboxManager::Impl::list() {
     i.network = label_or(c.labels, "io.codeact.network") == "1";
     i.python_packages = split_list(label_or(c.labels, "io.codeact.python-packages"));
     i.system_packages = split_list(label_or(c.labels, "io.codeact.system-packages"));
+    i.disk = label_or(c.labels, kDiskLabel);
     out.push_back(std::move(i));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
@@ -618,33 +907,88 @@ Result<Json> SandboxManager::Impl::ensure_running(const std::string& id, std::st
     }
     return c.error();
   }
-  if (!c->state.running) {
-    std::string why = c->state.oom_killed ? "it ran out of memory"
-                                          : fmt::format("its container had stopped (exit code {})", c->state.exit_code);
-    CODEACT_TRY_STATUS(docker_->start_container(container_name(id)));
+  if (label_or(c->labels, kLayoutLabel) != kLayout) {
+    CODEACT_TRY_STATUS(recreate_container(id, *c));
     CODEACT_TRY(Json hello, wait_ready(id));
     if (notice) {
-      *notice = fmt::format("sandbox \"{}\" was not running ({}); it was restarted and its state restored from the "
-                            "snapshot of cell {}",
-                            id, why, core::json_int(hello, "cell"));
+      *notice = fmt::format("sandbox \"{}\" was made by an older codeact; its container was recreated and {}", id,
+                            restore_clause(hello));
     }
     return hello;
   }
-  return wait_ready(id);
+  if (!c->state.running) {
+    std::string why = c->state.oom_killed ? "it ran out of memory" : exit_reason(c->state);
+    CODEACT_TRY_STATUS(start_container(id));
+    CODEACT_TRY(Json hello, wait_ready(id));
+    if (notice) {
+      *notice = fmt::format("sandbox \"{}\" was not running ({}); it was restarted and {}", id, why,
+                            restore_clause(hello));
+    }
+    return hello;
+  }
+  auto hello = wait_ready(id);
+  if (hello.ok() || hello.error().code() != core::Code::kPermissionDenied) return hello;
+  // Something that is not this sandbox's kernel sits at its socket: never talk to it; a
+  // restart gives the kernel a fresh socket.
+  core::log().warn("sandbox \"{}\": {}; restarting it", id, hello.error().message());
+  forget_auth(id);
+  CODEACT_TRY_STATUS(restart_running(id, std::chrono::seconds(0)));
+  CODEACT_TRY(Json again, wait_ready(id));
+  if (notice) {
+    *notice = fmt::format("sandbox \"{}\": {}; it was restarted and {}", id, hello.error().message(),
+                          restore_clause(again));
+  }
+  return again;
+}
+
+Result<Json> SandboxManager::Impl::restart_kernel(const std::string& id, const std::string& why, std::string* notice) {
+  {
+    std::lock_guard lock(lock_for(id));
+    auto c = docker_->inspect_container(container_name(id));
+    if (!c.ok()) return c.error();
+    if (c->state.running) {
+      CODEACT_TRY_STATUS(restart_running(id, std::chrono::seconds(0)));
+    } else {
+      CODEACT_TRY_STATUS(start_container(id));
+    }
+  }
+  CODEACT_TRY(Json hello, wait_ready(id));
+  if (notice) *notice = fmt::format("{}; the sandbox was restarted and {}", why, restore_clause(hello));
+  return hello;
 }
 
 Result<std::unique_ptr<KernelChannel>> SandboxManager::Impl::open_channel(const std::string& id, std::string* notice) {
-  auto ch = KernelChannel::connect(socket_path(id), 200ms);
-  if (ch.ok()) return ch;
+  auto auth = auth_for(id);
+  if (auth.ok()) {
+    auto ch = KernelChannel::connect(socket_path(id), 200ms, *auth);
+    if (ch.ok()) return ch;
+  } else if (auth.error().code() != core::Code::kFailedPrecondition) {
+    return auth.error();
+  }
   CODEACT_TRY_STATUS(ensure_running(id, notice));
-  return KernelChannel::connect(socket_path(id), 5s);
+  CODEACT_TRY(KernelAuth fresh, auth_for(id));
+  return KernelChannel::connect(socket_path(id), 5s, fresh);
+}
+
+Result<Json> SandboxManager::Impl::authenticated_call(const std::string& id, const std::string& op, const Json& fields,
+                                                      const KernelCallOptions& options, std::string* notice) {
+  for (int attempt = 0;; ++attempt) {
+    CODEACT_TRY(auto ch, open_channel(id, notice));
+    auto r = ch->call(op, fields, options);
+    if (r.ok() || !ch->auth_failed() || attempt > 0) return r;
+    // Not our kernel: nothing of this call ran there. The token may simply be stale (another
+    // process recreated the container); else something else took the socket.
+    forget_auth(id);
+    std::string n;
+    CODEACT_TRY_STATUS(restart_kernel(id, fmt::format("sandbox \"{}\": {}", id, r.error().message()), &n));
+    if (notice) *notice = n;
+  }
 }
 
 Result<Json> SandboxManager::Impl::call_with_recovery(const std::string& id, const std::string& op, Json fields,
-                                                std::chrono::milliseconds timeout, std::string* notice) {
+                                                      std::chrono::milliseconds timeout, std::string* notice) {
   CODEACT_TRY_STATUS(validate_id(id));
-  CODEACT_TRY(auto ch, open_channel(id, notice));
-  auto r = ch->call(op, std::move(fields), {.timeout = timeout});
+  auto r = authenticated_call(id, op, fields, {.timeout = timeout}, notice);
   if (!r.ok() && r.error().code() == core::Code::kUnavailable) {
     std::string n;
     (void)ensure_running(id, &n);
@@ -656,14 +1000,23 @@ Result<Json> SandboxManager::Impl::call_with_recovery(const std::string& id, con
 }
 
 Result<Json> SandboxManager::Impl::kernel_call(const std::string& id, const std::string& op, Json fields,
-                                         std::chrono::milliseconds timeout) {
+                                               std::chrono::milliseconds timeout) {
   return call_with_recovery(id, op, std::move(fields), timeout, nullptr);
+}
+
+std::string SandboxManager::Impl::disk_hint(const std::string& id) {
+  auto c = docker_->inspect_container(container_name(id));
+  std::string disk = c.ok() ? label_or(c->labels, kDiskLabel) : "";
+  if (disk.empty()) return "";
+  return fmt::format(" (the sandbox's disk, limited to {}, is full: delete files under /output, or "
+                     "recreate the sandbox with a larger --disk; the state saved after the last "
+                     "cell that fitted is intact)",
+                     disk);
 }
 
 Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id, const ExecuteRequest& req) {
   CODEACT_TRY_STATUS(validate_id(id));
   std::string notice;
-  CODEACT_TRY(auto ch, open_channel(id, &notice));
   Json fields{{"code", req.code},
               {"timeout", req.timeout_seconds},
               {"persist", req.persist},
@@ -671,20 +1024,58 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id, const
               {"stream", static_cast<bool>(req.on_output)}};
   if (!req.execution_id.empty()) fields["execution_id"] = req.execution_id;
   if (req.variables.is_object() && !req.variables.empty()) fields["variables"] = req.variables;
+  const auto cell_budget = req.timeout_seconds > 0
+                               ? std::chrono::milliseconds(static_cast<int64_t>(req.timeout_seconds * 1000)) + options_.kill_grace
+                               : std::chrono::milliseconds(0);
+  // When an earlier cell (whose caller went away) still runs, this one waits in the kernel's
+  // queue: the kernel says so ("queued"), and this cell's own timeout starts when it starts.
+  Json queued_behind;  // the running cell, while this one waits
+  bool started = true;
   KernelCallOptions co;
-  if (req.timeout_seconds > 0) {
-    co.timeout = std::chrono::milliseconds(static_cast<int64_t>(req.timeout_seconds * 1000)) + options_.kill_grace;
-  }
-  if (req.on_output) {
-    co.on_event = [&](const Json& ev) { req.on_output(core::json_string(ev, "name"), core::json_string(ev, "text")); };
-  }
+  co.timeout = cell_budget;
+  co.on_event = [&](const Json& ev) -> std::optional<std::chrono::milliseconds> {
+    std::string type = core::json_string(ev, "type");
+    if (type == "stream") {
+      if (req.on_output) req.on_output(core::json_string(ev, "name"), core::json_string(ev, "text"));
+      return std::nullopt;
+    }
+    if (type == "queued") {
+      started = false;
+      queued_behind = ev.value("running", Json::object());
+      // Wait for the earlier cell at most until its own timeout (plus grace) has passed; when
+      // the kernel does not say what its timeout is, as long as this cell would have had.
+      double their_timeout = core::json_number(queued_behind, "timeout_s", -1);
+      if (their_timeout < 0) return cell_budget.count() > 0 ? std::optional(cell_budget) : std::nullopt;
+      if (their_timeout == 0) return std::nullopt;  // it has no timeout: keep this cell's deadline
+      double left = their_timeout - core::json_number(queued_behind, "running_ms") / 1000;
+      return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, left) * 1000)) + options_.kill_grace;
+    }
+    if (type == "started") {
+      started = true;
+      if (cell_budget.count() > 0) return cell_budget;
+    }
+    return std::nullopt;
+  };
   co.bridge = req.bridge;
   co.cancel = req.cancel;
   auto start = std::chrono::steady_clock::now();
-  auto r = ch->call("execute", fields, co);
+  auto r = authenticated_call(id, "execute", fields, co, &notice);
   if (r.ok()) {
     ExecuteResult out = ExecuteResult::from_json(*r);
-    out.notice = notice;
+    if (!notice.empty()) out.notice = out.notice.empty() ? notice : notice + "; " + out.notice;
+    if (out.error && mentions_full_disk(out.error->message + out.error->traceback)) {
+      // Where the model and the CLI look: the message, and the traceback's last line.
+      std::string hint = disk_hint(id);
+      out.error->message += hint;
+      if (!out.error->traceback.empty() && !hint.empty()) {
+        if (out.error->traceback.back() != '\n') out.error->traceback += '\n';
+        out.error->traceback += hint.substr(1) + "\n";
+      }
+    }
+    std::string persist_error = core::json_string(*r, "persist_error");
+    if (!persist_error.empty() && mentions_full_disk(persist_error)) {
+      out.notice += (out.notice.empty() ? "" : "; ") + ("this cell's state was not saved: " + persist_error + disk_hint(id));
+    }
     return out;
   }
   auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
@@ -699,41 +1090,53 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id, const
   out.duration_ms = elapsed.count();
   out.kernel_restarted = true;
   std::string why;
-  {
-    std::lock_guard lock(lock_for(id));
-    auto c = docker_->inspect_container(container_name(id));
-    if (code == core::Code::kUnavailable && c.ok() && !c->state.running) {
-      why = c->state.oom_killed ? "the sandbox ran out of memory (limit reached) and its kernel was killed"
-                                : fmt::format("the kernel died (exit code {})", c->state.exit_code);
-      CODEACT_TRY_STATUS(docker_->start_container(container_name(id)));
-    } else {
-      if (code == core::Code::kDeadlineExceeded) {
-        why = fmt::format("the cell did not stop within its timeout of {}s and the kernel was killed", req.timeout_seconds);
-      } else if (code == core::Code::kCancelled) {
-        why = "the cell was cancelled and the kernel was killed";
-      } else {
-        why = "the kernel stopped answering and was killed";
+  std::string type;
+  if (code == core::Code::kUnavailable) {
+    // The kernel went away. Its init exits with its status; give the container a moment to stop
+    // so the status can be reported.
+    std::optional<ContainerState> stopped;
+    for (int i = 0; i < 60; ++i) {
+      auto c = docker_->inspect_container(container_name(id));
+      if (c.ok() && !c->state.running) {
+        stopped = c->state;
+        break;
       }
-      CODEACT_TRY_STATUS(docker_->restart_container(container_name(id), std::chrono::seconds(0)));
+      std::this_thread::sleep_for(50ms);
     }
+    why = stopped ? exit_reason(*stopped) : "the kernel closed its connection and stopped answering";
+    type = stopped && stopped->oom_killed ? "MemoryError" : "KernelDied";
+  } else if (code == core::Code::kCancelled) {
+    why = "the cell was cancelled and the kernel was stopped";
+    type = "CancelledError";
+  } else if (!started) {
+    why = fmt::format(
+        "this cell did not run: the sandbox was still busy with an earlier cell (cell {}, execution id {}, running "
+        "for {:.0f} s, whose caller had gone) that did not stop within its timeout of {} s; the kernel was killed",
+        core::json_int(queued_behind, "cell"), core::json_string(queued_behind, "execution_id", "none"),
+        core::json_number(queued_behind, "running_ms") / 1000 + static_cast<double>(elapsed.count()) / 1000,
+        core::json_number(queued_behind, "timeout_s"));
+    type = "SandboxBusy";
+  } else {
+    why = fmt::format("the cell did not stop within its timeout of {}s and the kernel was killed", req.timeout_seconds);
+    type = "TimeoutError";
   }
-  CODEACT_TRY(Json hello, wait_ready(id));
-  int64_t cell = core::json_int(hello, "cell");
-  out.cell = cell;
-  out.timed_out = code == core::Code::kDeadlineExceeded;
-  out.error = CellError{code == core::Code::kDeadlineExceeded ? "TimeoutError"
-                        : code == core::Code::kCancelled     ? "CancelledError"
-                                                             : "KernelDied",
-                        fmt::format("{}; it was restarted from the snapshot of cell {}, so changes this cell made "
-                                    "after that are lost",
-                                    why, cell),
+  std::string restarted;
+  CODEACT_TRY(Json hello, restart_kernel(id, why, &restarted));
+  out.cell = core::json_int(hello, "cell");
+  out.timed_out = type == "TimeoutError";
+  out.error = CellError{type,
+                        fmt::format("{}; it was restarted from the snapshot of cell {}, so {}", why, out.cell,
+                                    type == "SandboxBusy" ? "run this cell again"
+                                                          : "changes this cell made after that are lost"),
                         ""};
+  auto lost = json_list(hello.value("lost", Json::array()));
+  if (!lost.empty()) out.error->message += "; not restored: " + names_with_reasons(lost);
   out.notice = out.error->message;
   return out;
 }
 
 Result<BashResult> SandboxManager::Impl::bash(const std::string& id, const std::string& script, double timeout_seconds,
-                                        const std::string& execution_id) {
+                                              const std::string& execution_id) {
   auto timeout = timeout_seconds > 0
                      ? std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)) + options_.kill_grace
                      : std::chrono::milliseconds(0);
@@ -747,6 +1150,8 @@ Result<BashResult> SandboxManager::Impl::bash(const std::string& id, const std::
   b.timed_out = core::json_bool(r, "timed_out");
   b.duration_ms = core::json_int(r, "duration_ms");
   b.replayed = core::json_bool(r, "replayed");
+  b.notice = core::json_string(r, "notice");
+  if (mentions_full_disk(b.stderr_text)) b.stderr_text += disk_hint(id) + "\n";
   return b;
 }
 
@@ -779,35 +1184,35 @@ Result<std::string> SandboxManager::Impl::read_file(const std::string& id, const
 }
 
 Status SandboxManager::Impl::write_file(const std::string& id, const std::string& path, std::string_view data) {
-  CODEACT_TRY_STATUS(call_with_recovery(id, "files.write", Json{{"path", path}, {"data_b64", core::base64_encode(data)}}, 120s, nullptr));
+  auto r = call_with_recovery(id, "files.write", Json{{"path", path}, {"data_b64", core::base64_encode(data)}}, 120s,
+                              nullptr);
+  if (!r.ok() && mentions_full_disk(r.error().message())) {
+    return core::Error(core::Code::kResourceExhausted, r.error().message() + disk_hint(id));
+  }
+  if (!r.ok()) return std::move(r).error();
   return core::ok_status();
 }
 
 Result<InstallResult> SandboxManager::Impl::install(const std::string& id, const std::vector<std::string>& packages,
-                                              bool system) {
+                                                    bool system) {
   if (packages.empty()) return core::invalid_argument("no packages given to install");
   InstallResult out;
   if (system) {
     for (const auto& p : packages) CODEACT_TRY_STATUS(validate_system_package(p));
     CODEACT_TRY(SandboxInfo current, info(id));
-    std::vector<std::string> all = current.system_packages;
-    for (const auto& p : packages) {
-      if (std::find(all.begin(), all.end(), p) == all.end()) all.push_back(p);
-    }
     auto c = docker_->inspect_container(container_name(id));
     if (!c.ok()) return c.error();
-    SandboxOptions opts;
-    opts.id = id;
-    opts.system_packages = all;
-    opts.network = current.network;
-    opts.memory = label_or(c->labels, "io.codeact.memory", "512m");
-    opts.cpus = std::stod(label_or(c->labels, "io.codeact.cpus", "1"));
-    opts.persistence = label_or(c->labels, "io.codeact.persistence", "1") == "1";
-    opts.python_packages = current.python_packages;
+    SandboxOptions opts = options_from_labels(id, *c);
+    for (const auto& p : packages) {
+      if (std::find(opts.system_packages.begin(), opts.system_packages.end(), p) == opts.system_packages.end()) {
+        opts.system_packages.push_back(p);
+      }
+    }
     // Recreate on the derived image; the state is on the volume, the kernel restores it.
     {
       std::lock_guard lock(lock_for(id));
       CODEACT_TRY_STATUS(docker_->remove_container(container_name(id), {.force = true}));
+      forget_auth(id);
     }
     opts.python_packages.clear();  // already on the volume
     CODEACT_TRY(SandboxInfo started, start(opts));
@@ -856,7 +1261,15 @@ Status SandboxManager::Impl::remove_volume(const std::string& id) {
   if (label_or(v->labels, kSandboxLabel) != "1") {
     return core::failed_precondition(fmt::format("volume {} was not created by codeact; not removing it", volume_name(id)));
   }
-  return docker_->remove_volume(volume_name(id), true);
+  CODEACT_TRY_STATUS(docker_->remove_volume(volume_name(id), true));
+  std::error_code ec;
+  const std::string image = disk_image(id);
+  if (fs::exists(image, ec)) {
+    auto device = disk::find_loop_device(image);
+    if (device.ok() && *device) CODEACT_TRY_STATUS(disk::detach(**device));
+  }
+  fs::remove_all(sandbox_dir(id), ec);
+  return core::ok_status();
 }
 
 // ---- SandboxManager: forwards to Impl -------------------------------------------------------

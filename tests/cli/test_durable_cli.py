@@ -90,17 +90,12 @@ def worker_factory(cli, temporal_server, config):
 
 
 def volume_file(wid, name):
-    """A file under the sandbox's /output, read on the host through the volume's mountpoint."""
-    p = subprocess.run(["docker", "volume", "inspect", f"workflow-{wid}", "--format", "{{.Mountpoint}}"],
+    """A file under the sandbox's /output, read from its volume by a throwaway container (the
+    volume is a loop-mounted disk that is only mounted while a container uses it)."""
+    p = subprocess.run(["docker", "run", "--rm", "--network", "none", "--user", "1000:1000", "--entrypoint", "cat",
+                        "-v", f"workflow-{wid}:/v:ro", "codeact-sandbox:latest", f"/v/{wid}/output/{name}"],
                        capture_output=True, text=True)
-    if p.returncode != 0:
-        return None
-    path = os.path.join(p.stdout.strip(), wid, "output", name)
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
+    return p.stdout if p.returncode == 0 else None
 
 
 def run_durable(cli, address, wid, model, config, *extra, check=0, timeout=400):

@@ -1,6 +1,7 @@
 """Every `codeact sandbox`, `volume`, `image` and `doctor` command, as a user types it."""
 import json
 import subprocess
+import uuid
 
 
 def test_exec_reads_like_a_notebook_cell_and_json_has_the_contract_fields(cli, sandbox):
@@ -170,3 +171,35 @@ def test_help_describes_every_command(cli):
         assert sub in p.out
     p = cli("sandbox", "exec", "--help", check=0)
     assert "--timeout" in p.out and "--exec-id" in p.out and "--json" in p.out
+
+
+def test_disk_limit_from_the_flag_and_from_app_conf(cli, tmp_path):
+    sid = f"clitest-{uuid.uuid4().hex[:8]}"
+    try:
+        cli("sandbox", "start", "--id", sid, "--disk", "32m", check=0)
+        p = cli("sandbox", "ls")
+        row = [line for line in p.out.splitlines() if line.startswith(sid)]
+        assert row and " 32m " in row[0], p.out
+        p = cli("sandbox", "exec", sid, "open('/output/big', 'wb').write(b'x' * (64 << 20))", check=1)
+        assert "No space left on device" in p.err and "limited to 32m" in p.err, p.err
+        # The sandbox still works, and its earlier state is there.
+        cli("sandbox", "exec", sid, "import os; os.remove('/output/big'); kept = 1", check=0)
+        p = cli("sandbox", "start", "--id", sid, "--disk", "64m", check=None)
+        assert p.returncode != 0 and "fixed when it is created" in p.err, p.err
+    finally:
+        cli("sandbox", "rm", sid, "--volume")
+    # sandbox.disk in app_conf.yml is the default for new sandboxes; a bad value is an error.
+    conf = tmp_path / "app_conf.yml"
+    conf.write_text("sandbox:\n  disk: 48m\n")
+    sid2 = f"clitest-{uuid.uuid4().hex[:8]}"
+    try:
+        cli("sandbox", "start", "--id", sid2, check=0, env={"APP_CONFIG_PATH": str(conf)})
+        p, info = cli.json("sandbox", "ls", "--json")
+        assert [s["disk"] for s in info if s["id"] == sid2] == ["48m"], info
+    finally:
+        cli("sandbox", "rm", sid2, "--volume")
+    conf.write_text("sandbox:\n  disk: lots\n")
+    p = cli("sandbox", "start", "--id", sid2, env={"APP_CONFIG_PATH": str(conf)})
+    assert p.returncode == 2 and "sandbox.disk" in p.err, p.err
+    p = cli("sandbox", "start", "--id", sid2, "--disk", "1m")
+    assert p.returncode == 2 and "at least 16m" in p.err, p.err

@@ -6,7 +6,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <random>
+
+#include "codeact/core/config.hpp"
 
 #include "codeact/sandbox/image_builder.hpp"
 #include "codeact/sandbox/operations.hpp"
@@ -197,8 +202,11 @@ TEST_F(SandboxManagerTest, ContainerIsHardenedAsDockerInspectShows) {
   ASSERT_TRUE(info.ok());
   const Json& cfg = info->raw["Config"];
   const Json& host = info->raw["HostConfig"];
-  EXPECT_EQ(cfg["User"], "1000:1000");
+  // Started as root only to create the kernel's socket; every process drops to 1000 (below).
+  EXPECT_EQ(cfg["User"], "0:0");
   EXPECT_EQ(host["CapDrop"], Json::array({"ALL"}));
+  EXPECT_EQ(host["CapAdd"], Json::array({"SETUID", "SETGID"}));
+  EXPECT_EQ(host["LogConfig"]["Config"]["max-size"], "1m");
   EXPECT_EQ(host["SecurityOpt"], Json::array({"no-new-privileges"}));
   EXPECT_EQ(host["ReadonlyRootfs"], true);
   EXPECT_TRUE(host["Tmpfs"].contains("/tmp"));
@@ -211,13 +219,23 @@ TEST_F(SandboxManagerTest, ContainerIsHardenedAsDockerInspectShows) {
     if (m["Type"] == "volume" && m["Name"] == "workflow-" + id_ && m["Destination"] == "/persistent-storage") has_volume = true;
   }
   EXPECT_TRUE(has_volume);
-  // And from the inside: not root, no network, read-only root.
+  // And from the inside: no process is root or holds a capability, no network, read-only root.
   auto r = run(
       "import os, socket\n"
+      "bad = []\n"
+      "for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n"
+      "    try:\n"
+      "        st = dict(l.split(':', 1) for l in open(f'/proc/{pid}/status').read().splitlines() if ':' in l)\n"
+      "    except OSError:\n"
+      "        continue\n"
+      "    uids = st['Uid'].split()\n"
+      "    if uids != ['1000'] * 4 or int(st['CapEff'], 16) or int(st['CapPrm'], 16):\n"
+      "        bad.append((pid, st['Uid'], st['CapEff'], st['CapPrm']))\n"
+      "print(bad)\n"
       "print(os.getuid())\n"
       "try:\n    open('/usr/evil', 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n"
       "try:\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\nexcept OSError:\n    print('no network')\n");
-  EXPECT_EQ(r.stdout_text, "1000\nro 30\nno network\n");
+  EXPECT_EQ(r.stdout_text, "[]\n1000\nro 30\nno network\n");
 }
 
 TEST_F(SandboxManagerTest, StartingAnExistingIdResumesItAndNeverWipesState) {
@@ -317,6 +335,44 @@ TEST_F(SandboxManagerTest, SeedOperationsDispatchByName) {
   auto wrong = ops.run(SandboxInputTask{SandboxTaskType::kReadStateVariable, SandboxTaskArgs(SandboxBaseArgs{id_}), nullptr});
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().code(), core::Code::kInvalidArgument);
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(SandboxManagerTest, AContainerMadeByAnOlderCodeactIsRecreatedWithItsState) {
+  start();
+  ASSERT_TRUE(run("kept = 'from before the upgrade'").ok);
+  // What codeact 0.1 made: the kernel as uid 1000 under docker's init, its socket in a directory
+  // of the host that the sandbox could write, no token, no layout label.
+  auto c = docker_->inspect_container(SandboxManager::container_name(id_));
+  ASSERT_TRUE(c.ok());
+  ContainerSpec old;
+  old.name = SandboxManager::container_name(id_);
+  old.image = c->config_image;
+  old.user = "1000:1000";
+  old.init = true;
+  old.env = {{"CODEACT_SANDBOX_ID", id_}, {"CODEACT_SOCKET", "/run/codeact/kernel.sock"}};
+  old.labels = {{"io.codeact.sandbox", "1"}, {"io.codeact.sandbox.id", id_}, {"io.codeact.network", "0"}};
+  std::string run_dir = core::data_dir() + "/run/" + id_;
+  std::filesystem::create_directories(run_dir);
+  ::chmod(run_dir.c_str(), 0777);
+  old.binds.push_back({run_dir, "/run/codeact", false});
+  old.volumes.push_back({SandboxManager::volume_name(id_), "/persistent-storage", false, false});
+  old.read_only_rootfs = true;
+  old.tmpfs["/tmp"] = "rw,size=64m,mode=1777";
+  ASSERT_TRUE(docker_->remove_container(old.name, {.force = true}).ok());
+  ASSERT_TRUE(docker_->create_container(old).ok());
+  ASSERT_TRUE(docker_->start_container(old.name).ok());
+
+  auto r = run("kept");
+  EXPECT_EQ(r.result.value_or(""), "'from before the upgrade'") << (r.error ? r.error->message : "");
+  EXPECT_NE(r.notice.find("older codeact"), std::string::npos) << r.notice;
+  auto now = docker_->inspect_container(SandboxManager::container_name(id_));
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->labels["io.codeact.layout"], "2");
+  EXPECT_FALSE(std::filesystem::exists(run_dir));  // the writable directory is gone
 }
 
 }  // namespace

@@ -99,3 +99,31 @@ TEST(SandboxOperations, TheSeedsSixteenTaskNamesAndArgumentKinds) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message().find("execute_python"), std::string::npos);
 }
+
+TEST(SandboxDiskOption, SizesNoneAndTheDefaultAreAcceptedGarbageAndTinyAreNot) {
+  EXPECT_TRUE(SandboxManager::validate_disk("").ok());
+  EXPECT_TRUE(SandboxManager::validate_disk("none").ok());
+  EXPECT_TRUE(SandboxManager::validate_disk("10g").ok());
+  EXPECT_TRUE(SandboxManager::validate_disk("64m").ok());
+  auto tiny = SandboxManager::validate_disk("1m");
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.error().message().find("at least 16m"), std::string::npos);
+  auto garbage = SandboxManager::validate_disk("lots");
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_EQ(garbage.error().code(), core::Code::kInvalidArgument);
+}
+
+TEST(SandboxDiskOption, TheSandboxSectionOfAppConfSetsTheDefaultDisk) {
+  auto none = manager_options_from_config(core::Json::object());
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->default_disk, "");
+  auto set = manager_options_from_config(core::Json{{"sandbox", {{"disk", "20g"}}}});
+  ASSERT_TRUE(set.ok());
+  EXPECT_EQ(set->default_disk, "20g");
+  auto off = manager_options_from_config(core::Json{{"sandbox", {{"disk", "none"}}}});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->default_disk, "none");
+  auto bad = manager_options_from_config(core::Json{{"sandbox", {{"disk", "huge"}}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("sandbox.disk"), std::string::npos);
+}

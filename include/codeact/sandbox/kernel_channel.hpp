@@ -2,9 +2,19 @@
 //
 // Frames are a 4-byte big-endian length followed by a UTF-8 JSON object, over the unix socket the
 // kernel listens on (bind-mounted from the host). A call sends {"id", "op", ...fields} and reads
-// frames until the reply with that id: "stream" events go to the caller's callback, "bridge_call"
-// frames are answered through the caller's bridge handler (the kernel calling host functions).
-// The protocol itself is documented at the top of src/sandbox/kernel/codeact_kernel.py.
+// frames until the reply with that id: events go to the caller's callback, "bridge_call" frames
+// are answered through the caller's bridge handler (the kernel calling host functions).
+// The protocol itself is documented with the kernel (src/sandbox/kernel/codeact_kernel/__init__.py).
+//
+// The socket lives in a directory the sandbox cannot write, and connect() still trusts nothing
+// it finds there: it never follows a symbolic link (the path is opened O_PATH|O_NOFOLLOW, must be a
+// socket owned by the directory's owner, and is connected through /proc/self/fd, so what was
+// checked is what is connected to), and with a KernelAuth it proves the peer is the kernel of the
+// expected sandbox before any reply is accepted: the first frame is
+// {"op":"auth","sandbox_id","nonce"} (pipelined with the first request; an honest kernel of another
+// sandbox drops the connection unread) and the kernel must answer with
+// HMAC-SHA256(token, "codeact-kernel-auth\0" + sandbox_id + "\0" + nonce). A wrong or missing
+// answer is PermissionDenied and closes the channel.
 //
 // One call at a time per channel (calls are serialized by a mutex); a channel is cheap to open,
 // so concurrent users open their own. A broken connection (the kernel died) gives Unavailable and
@@ -15,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "codeact/core/cancel.hpp"
@@ -25,12 +36,19 @@
 namespace codeact::sandbox {
 
 
+// Who the kernel at the other end must prove to be.
+struct KernelAuth {
+  std::string sandbox_id;
+  std::string token_hex;  // the per-container secret (CODEACT_KERNEL_TOKEN)
+};
+
 struct KernelCallOptions {
   // How long to wait for the reply. 0 = forever. A DeadlineExceeded leaves the kernel running
   // whatever it was doing and closes the channel.
   std::chrono::milliseconds timeout{0};
-  // Receives "stream" events ({"name": "stdout"|"stderr", "text": ...}).
-  std::function<void(const core::Json& event)> on_event;
+  // Receives every event before the reply ("stream" {"name": "stdout"|"stderr", "text"},
+  // "queued", "started", ...). Returning a duration moves the call's deadline to now + it.
+  std::function<std::optional<std::chrono::milliseconds>(const core::Json& event)> on_event;
   BridgeHandler bridge;
   const core::CancelToken* cancel = nullptr;
 };
@@ -38,9 +56,18 @@ struct KernelCallOptions {
 class KernelChannel {
  public:
   // Connects to the kernel's socket, retrying until `timeout` while the socket does not exist
-  // or refuses connections (a kernel that is still starting). Unavailable after that.
-  static core::Result<std::unique_ptr<KernelChannel>> connect(const std::string& socket_path,
-                                                              std::chrono::milliseconds timeout);
+  // or refuses connections (a kernel that is still starting): Unavailable after that.
+  // PermissionDenied at once when the path is not a socket (a symbolic link, a file) or is owned
+  // by someone other than its directory's owner. With `auth`, the first call() verifies the
+  // kernel's identity before anything else (see above).
+  static core::Result<std::unique_ptr<KernelChannel>> connect(
+      const std::string& socket_path, std::chrono::milliseconds timeout,
+      const std::optional<KernelAuth>& auth = std::nullopt);
+
+  // What is at `socket_path` now, without following links: nothing, something that is not a
+  // socket we trust, a socket nobody listens on (a kernel that lost it), or a listening socket.
+  enum class SocketState { kMissing, kUntrusted, kNotListening, kListening };
+  static SocketState probe(const std::string& socket_path);
   ~KernelChannel();
   KernelChannel(const KernelChannel&) = delete;
   KernelChannel& operator=(const KernelChannel&) = delete;
@@ -52,10 +79,15 @@ class KernelChannel {
                                 const KernelCallOptions& options = {});
 
   bool connected() const { return fd_ >= 0; }
+  // True when the last call failed because the peer did not prove to be the expected kernel
+  // (nothing sent on this channel was accepted by it as ours).
+  bool auth_failed() const { return auth_failed_; }
   const std::string& socket_path() const { return path_; }
 
  private:
   KernelChannel(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  core::Status verify_auth(std::chrono::steady_clock::time_point deadline, bool has_deadline,
+                           const core::CancelToken* cancel);
   core::Status write_frame(const core::Json& frame);
   core::Result<core::Json> read_frame(std::chrono::steady_clock::time_point deadline, bool has_deadline,
                                       const core::CancelToken* cancel);
@@ -65,6 +97,10 @@ class KernelChannel {
   int fd_ = -1;  // GUARDED_BY(mu_)
   std::string path_;
   int64_t next_id_ = 1;  // GUARDED_BY(mu_)
+  // Set while the kernel's answer to the auth frame is still to be read and checked.
+  std::optional<KernelAuth> pending_auth_;  // GUARDED_BY(mu_)
+  std::string expected_mac_;                // GUARDED_BY(mu_)
+  bool auth_failed_ = false;                // GUARDED_BY(mu_)
 };
 
 }  // namespace codeact::sandbox

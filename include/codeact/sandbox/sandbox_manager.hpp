@@ -1,20 +1,34 @@
-// SandboxManager: isolated, crash-proof Python sandboxes on the local Docker engine.
+// SandboxManager: isolated, crash-proof Python sandboxes on the local Docker engine; the real
+// SandboxBackend.
 //
 // A sandbox is identified by a user-chosen id (`[A-Za-z0-9][A-Za-z0-9_.-]{0,62}`) and made of
 //   - a named volume `workflow-{id}` mounted at /persistent-storage (state under
 //     /persistent-storage/{id}/state/, the agent's files under /persistent-storage/{id}/output/,
-//     also visible at /output), which outlives containers;
-//   - a hardened container `codeact-{id}`: non-root user, all capabilities dropped,
-//     no-new-privileges, read-only root with a tmpfs /tmp, pids/memory/CPU limits, and no network
-//     unless asked for; labelled io.codeact.sandbox=1 so that ls/cleanup touch only ours;
-//   - one long-lived kernel in it, reached over a unix socket in a host directory
-//     (<data_dir>/run/{id}) bind-mounted at /run/codeact.
+//     also visible at /output), which outlives containers. On a local volume it is a size-limited
+//     ext4 file system (--disk, default 10g) in <data_dir>/sandboxes/{id}/disk.ext4 on a loop
+//     device, so a sandbox cannot fill the host's disk; a full disk is an error in the cell, and
+//     the state committed before it stays intact;
+//   - a hardened container `codeact-{id}`: all capabilities dropped but SETUID/SETGID, which the
+//     kernel's start-up uses once to drop to the non-root sandbox user (uid 1000) for good — no
+//     root process and no capability remain; no-new-privileges, read-only root with a tmpfs /tmp,
+//     pids/memory/CPU limits, capped Docker logs, and no network unless asked for; labelled
+//     io.codeact.sandbox=1 so that ls/cleanup touch only ours;
+//   - one long-lived kernel in it, reached over a unix socket in <data_dir>/sandboxes/{id}/kernel,
+//     a host-owned directory bind-mounted at /run/codeact that the sandbox user cannot write.
+//     The host never follows a path the sandbox could have changed: the socket is opened without
+//     following links and checked, and every connection authenticates the kernel with a secret
+//     made for this container (KernelChannel), so no sandbox can make the host talk to another
+//     sandbox's kernel or to any other socket.
 // Starting an id that exists resumes it with its state; nothing here ever wipes state except
-// clear() and remove(id, /*volume=*/true).
+// clear() and remove(id, /*volume=*/true). Containers made by older codeact versions are
+// recreated (state kept) on their next start.
 //
 // Recovery is built in: an operation on a sandbox whose container stopped or died starts it again
-// (the kernel restores the last snapshot) and says so in the result's `notice`; a cell that runs
-// past its timeout and does not stop when interrupted gets its kernel killed and restarted.
+// (the kernel restores the last snapshot) and says so in the result's `notice`, with the exit
+// status and what the restore could not bring back; a kernel that runs but no longer accepts
+// connections is restarted; a cell that runs past its timeout and does not stop when interrupted
+// gets its kernel killed and restarted (a cell queued behind an earlier one that never stops is
+// reported as such, naming that cell).
 //
 // Thread-safe: operations on different sandboxes run in parallel; operations on one sandbox are
 // serialized by the kernel (one cell at a time).
@@ -42,6 +56,9 @@ struct SandboxManagerOptions {
   std::string data_dir;
   // Timeout for a kernel to come up after a (re)start. Default 60 s.
   std::chrono::milliseconds ready_timeout{60000};
+  // The disk limit of sandboxes started without one (SandboxOptions::disk ""): a size or "none".
+  // "" = 10g. The CLI passes `sandbox.disk` of app_conf.yml.
+  std::string default_disk;
   // Extra time a cell gets past its timeout to stop by itself before its kernel is killed.
   std::chrono::milliseconds kill_grace{5000};
   // Image progress (first-use build) goes here; null = silent.
@@ -50,6 +67,11 @@ struct SandboxManagerOptions {
   // CODEACT_DURABILITY. Null = the process environment.
   std::function<std::optional<std::string>(const std::string&)> env;
 };
+
+// The `sandbox:` section of app_conf.yml (`disk: 10g`) applied to `base`; a missing section
+// changes nothing. InvalidArgument naming the key for a bad value.
+core::Result<SandboxManagerOptions> manager_options_from_config(const Json& app_config,
+                                                                SandboxManagerOptions base = {});
 
 class SandboxManager final : public SandboxBackend {
  public:
@@ -110,6 +132,8 @@ class SandboxManager final : public SandboxBackend {
   // mean something to a shell is refused (InvalidArgument naming the package).
   static core::Status validate_python_package(const std::string& name);
   static core::Status validate_system_package(const std::string& name);
+  // A --disk value: "", "none" or a size of at least 16m.
+  static core::Status validate_disk(const std::string& disk);
   // The volume to create for a sandbox given VOLUME_DRIVER / NFS_SERVER / NFS_PATH.
   VolumeSpec volume_spec(const std::string& id) const;
 

@@ -35,9 +35,10 @@ struct SandboxOptions {
   double cpus = 1.0;
   int64_t pids_limit = 256;
   std::string tmp_size = "256m";
-  // Disk limit of everything the sandbox can write on the host (its volume): a docker-style size
-  // ("10g"), or "none" for no limit. Default: 10g. Needs a local volume; see SandboxManager.
-  std::string disk = "10g";
+  // Limit of what the sandbox can write to disk (its volume: state and /output): a docker-style
+  // size ("10g"), "none" for no limit, or "" for the backend's default (SandboxManager: 10g, or
+  // `sandbox.disk` in app_conf.yml). Fixed when the sandbox is created.
+  std::string disk;
   // Default: ENABLE_PERSISTENCE (true unless "false"/"0").
   std::optional<bool> persistence;
   std::string image;  // "" = the codeact sandbox image (built on first use)
@@ -55,8 +56,11 @@ struct SandboxInfo {
   bool resumed = false;  // start() found an existing sandbox
   std::vector<std::string> python_packages;
   std::vector<std::string> system_packages;
+  std::string disk;      // its disk limit ("10g"); "" = none
   int64_t cell = 0;      // last committed cell (when the kernel was asked)
   std::vector<Json> restore_errors;  // {name, reason} reported by the kernel on restore
+  std::vector<Json> lost;  // {name, reason}: names the restore could not bring back
+  std::string notice;    // what the backend did or could not do, for the user (e.g. no disk limit)
   Json to_json() const;
 };
 
@@ -95,8 +99,9 @@ struct ExecuteResult {
   bool replayed = false;
   bool timed_out = false;
   bool kernel_restarted = false;
-  std::string notice;  // what the manager did to recover, for the user
+  std::string notice;  // what the kernel or the manager did (recovery, killed processes), for the user
   Json truncated;      // {stdout: bytes omitted, ...} or null
+  int64_t snapshot_ms = 0;  // time spent saving the state after the cell
 
   // The `sandbox exec --json` object: ok, stdout, stderr, result, error, outputs,
   // not_persisted, duration_ms, execution_id (+ files, cell, replayed, timed_out, notice, ...).
@@ -111,6 +116,7 @@ struct BashResult {
   bool timed_out = false;
   int64_t duration_ms = 0;
   bool replayed = false;  // a recorded result (the execution id had run before)
+  std::string notice;     // e.g. processes the script left behind that were killed
   Json to_json() const;
 };
 

@@ -179,15 +179,11 @@ class Recorder:
         return wid
 
     def volume_file(self, wid, name):
-        p = subprocess.run(["docker", "volume", "inspect", f"workflow-{wid}", "--format", "{{.Mountpoint}}"],
+        # A throwaway container reads the volume: a loop-mounted disk is mounted only while in use.
+        p = subprocess.run(["docker", "run", "--rm", "--network", "none", "--user", "1000:1000", "--entrypoint", "cat",
+                            "-v", f"workflow-{wid}:/v:ro", "codeact-sandbox:latest", f"/v/{wid}/output/{name}"],
                            capture_output=True, text=True)
-        if p.returncode != 0:
-            return None
-        try:
-            with open(os.path.join(p.stdout.strip(), wid, "output", name)) as f:
-                return f.read()
-        except OSError:
-            return None
+        return p.stdout if p.returncode == 0 else None
 
     def wait_for_file(self, wid, name, timeout=180):
         deadline = time.time() + timeout
