@@ -16,13 +16,15 @@ int report(const core::Error& error) {
   return core::exit_code(error.code());
 }
 
-core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager() {
+core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager(const std::string& config_path) {
   CODEACT_TRY(auto docker, sandbox::DockerClient::create());
   CODEACT_TRY_STATUS(docker->ping());
   sandbox::SandboxManagerOptions options;
   options.progress = [](std::string_view line) { std::cerr << "  " << line << "\n"; };
-  // `sandbox.disk` of app_conf.yml (the usual search), when there is one.
-  if (auto path = core::find_config_file("app_conf.yml", "APP_CONFIG_PATH"); path.ok()) {
+  // `sandbox.disk` of app_conf.yml, when there is one.
+  auto path = core::find_config_file("app_conf.yml", "APP_CONFIG_PATH", config_path);
+  if (!path.ok() && !config_path.empty()) return path.error();
+  if (path.ok()) {
     CODEACT_TRY(core::Json raw, core::load_yaml_file(*path));
     // Only this section is interpolated: a variable other sections need (an API key) may be unset.
     core::Json section = raw.is_object() ? raw.value("sandbox", core::Json()) : core::Json();

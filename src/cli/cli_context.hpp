@@ -23,8 +23,9 @@ inline constexpr int kExitCellRaised = core::kExitFailed;  // sandbox exec/bash:
 // input, 3 when Docker/the sandbox is unavailable or missing, 1 otherwise.
 int report(const core::Error& error);
 
-// A Docker client and sandbox manager; progress of a first-use image build goes to stderr.
-core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager();
+// A Docker client and sandbox manager; progress of a first-use image build goes to stderr. The
+// `sandbox:` section of app_conf.yml (`config_path`, else the usual search) sets its defaults.
+core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager(const std::string& config_path = "");
 
 // Where each subcommand stores the status it exits with.
 struct ExitCode {

@@ -63,7 +63,7 @@ core::Result<std::unique_ptr<DurableSession>> open_session(const DurableFlags& f
     o.temporal = flags.temporal;
     o.builder = builder;
     o.progress = say;
-    CODEACT_TRY(o.backend, make_manager());
+    CODEACT_TRY(o.backend, make_manager(builder.config.source));
     auto runner = durable::CodeActWorkerRunner::create(std::move(o));
     if (!runner.ok()) return explain(runner.error());
     session->worker = std::move(*runner);

@@ -39,6 +39,7 @@ struct RunFlags {
   std::vector<std::string> system_packages;
   std::vector<std::string> mcp_servers;
   bool network = false;
+  std::string disk;
   std::string workflow_id;
   bool no_durable = false;
   std::string config;
@@ -76,6 +77,7 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const s
   in.system_packages = f.system_packages;
   in.mcp_servers = f.mcp_servers;
   in.network = f.network;
+  in.disk = f.disk;
   in.keep_sandbox = f.keep_sandbox;
   in.remove_volume = f.remove_volume;
   agent::UsageLimits limits;
@@ -157,6 +159,7 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const s
 }
 
 int run(const RunFlags& f) {
+  if (auto disk = sandbox::SandboxManager::validate_disk(f.disk); !disk.ok()) return report(disk.error());
   if (!f.packages.empty() && !f.network) {
     std::cerr << "codeact: --packages needs --network (the sandbox has no network otherwise, so pip "
                  "cannot download them)\n";
@@ -202,7 +205,7 @@ int run(const RunFlags& f) {
   builder->model = *model_name;
   if (!f.no_durable) return run_durable(f, *builder, *model_name);
 
-  auto manager = make_manager();
+  auto manager = make_manager(f.config);
   if (!manager.ok()) return report(manager.error());
 
   std::ostream& live = f.json ? std::cerr : std::cout;
@@ -213,6 +216,7 @@ int run(const RunFlags& f) {
   options.system_packages = f.system_packages;
   options.mcp_servers = f.mcp_servers;
   options.network = f.network;
+  options.disk = f.disk;
   options.keep_sandbox = f.keep_sandbox;
   options.remove_volume = f.remove_volume;
   options.tools.default_timeout_seconds = f.cell_timeout;
@@ -274,6 +278,9 @@ void add_run_command(CLI::App& app, ExitCode& exit) {
                   "(repeatable); the server and its credentials stay on the host")
       ->allow_extra_args(false);
   cmd->add_flag("--network", f->network, "Give the sandbox network access (off by default)");
+  cmd->add_option("--disk", f->disk,
+                  "Disk limit of a new sandbox, e.g. 20g, or none (default: sandbox.disk in app_conf.yml "
+                  "of the worker, else 10g)");
   cmd->add_option("--workflow-id", f->workflow_id,
                   "Run id; also the sandbox id (an existing sandbox is resumed with its state). "
                   "Default: generated");

@@ -44,7 +44,7 @@ int run_worker(const WorkerFlags& f) {
   o.prompts_path = f.prompts;
   o.model = f.model;
   o.progress = [](const std::string& line) { std::cerr << "[codeact] " << line << "\n"; };
-  auto manager = make_manager();
+  auto manager = make_manager(f.config);
   if (!manager.ok()) return report(manager.error());
   o.backend = *manager;
   auto runner = durable::CodeActWorkerRunner::create(std::move(o));

@@ -174,6 +174,7 @@ Result<CodeActRunResult> CodeActAgent::run_direct(const std::string& task,
   plan.python_packages = options.python_packages;
   plan.system_packages = options.system_packages;
   plan.network = options.network;
+  plan.disk = options.disk;
   plan.keep_sandbox = options.keep_sandbox;
   plan.remove_volume = options.remove_volume;
   BindOptions bind;

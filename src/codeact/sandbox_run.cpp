@@ -32,6 +32,7 @@ sandbox::SandboxOptions SandboxPlan::start_options() const {
   o.python_packages = python_packages;
   o.system_packages = system_packages;
   o.network = network;
+  o.disk = disk;
   return o;
 }
 

@@ -86,6 +86,7 @@ core::Status read_task_fields(PayloadReader& r, TaskInput& in) {
   CODEACT_TRY_STATUS(r.optional("system_packages", in.system_packages));
   CODEACT_TRY_STATUS(r.optional("mcp_servers", in.mcp_servers));
   CODEACT_TRY_STATUS(r.optional("network", in.network));
+  CODEACT_TRY_STATUS(r.optional("disk", in.disk));
   CODEACT_TRY_STATUS(r.optional("keep_sandbox", in.keep_sandbox));
   CODEACT_TRY_STATUS(r.optional("remove_volume", in.remove_volume));
   agent::UsageLimits limits;
@@ -352,6 +353,7 @@ Json TaskInput::to_json() const {
          {"tools", durable::to_json(tools)},
          {"activities", activities.to_json()}};
   j["usage_limits"] = usage_limits ? durable::to_json(*usage_limits) : Json(nullptr);
+  if (!disk.empty()) j["disk"] = disk;  // only when set: workers before it refuse unknown keys
   if (!message_history.empty()) j["message_history"] = llm::to_json(message_history);
   return j;
 }
@@ -451,10 +453,12 @@ Result<ChatInput> ChatInput::from_json(const Json& j) {
 // Activity payloads
 
 Json SandboxStartInput::to_json() const {
-  return Json{{"sandbox_id", plan.sandbox_id},
-              {"python_packages", plan.python_packages},
-              {"system_packages", plan.system_packages},
-              {"network", plan.network}};
+  Json j{{"sandbox_id", plan.sandbox_id},
+         {"python_packages", plan.python_packages},
+         {"system_packages", plan.system_packages},
+         {"network", plan.network}};
+  if (!plan.disk.empty()) j["disk"] = plan.disk;
+  return j;
 }
 
 Result<SandboxStartInput> SandboxStartInput::from_json(const Json& j) {
@@ -465,6 +469,7 @@ Result<SandboxStartInput> SandboxStartInput::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.optional("python_packages", in.plan.python_packages));
   CODEACT_TRY_STATUS(r.optional("system_packages", in.plan.system_packages));
   CODEACT_TRY_STATUS(r.optional("network", in.plan.network));
+  CODEACT_TRY_STATUS(r.optional("disk", in.plan.disk));
   CODEACT_TRY_STATUS(r.finish());
   return in;
 }

@@ -27,7 +27,10 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
   if (!r->env_->backend) {
     CODEACT_TRY(auto docker, sandbox::DockerClient::create());
     CODEACT_TRY_STATUS(docker->ping());
-    r->env_->backend = std::make_shared<sandbox::SandboxManager>(docker);
+    // `sandbox.disk` of the worker's app_conf.yml is the default disk of the sandboxes it starts.
+    auto manager_options = sandbox::manager_options_from_config(r->env_->builder.config.raw);
+    if (!manager_options.ok()) return manager_options.error().with_context("app_conf.yml");
+    r->env_->backend = std::make_shared<sandbox::SandboxManager>(docker, *manager_options);
   }
   EndpointRequest req;
   req.flag = options.temporal;

@@ -114,6 +114,7 @@ codeact::SandboxPlan plan_of(const TaskInput& in, const std::string& sandbox_id)
   p.python_packages = in.python_packages;
   p.system_packages = in.system_packages;
   p.network = in.network;
+  p.disk = in.disk;
   p.keep_sandbox = in.keep_sandbox;
   p.remove_volume = in.remove_volume;
   return p;

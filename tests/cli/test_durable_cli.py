@@ -110,11 +110,15 @@ def test_durable_run_returns_the_answer_and_the_file_is_in_the_volume(cli, tempo
         {"content": "The answer is 42 (saved in /output/answer.txt)."},
     ])
     try:
-        p, j = run_durable(cli, temporal_server, wid, model, config, "Compute 6*7 and save it.")
+        p, j = run_durable(cli, temporal_server, wid, model, config, "--disk", "96m", "Compute 6*7 and save it.")
     finally:
         model.close()
     assert j["output"] == "The answer is 42 (saved in /output/answer.txt)."
     assert j["durable"] is True and j["workflow_id"] == wid and j["sandbox_id"] == wid
+    # --disk travelled in the workflow's input to the worker that started the sandbox.
+    disk = subprocess.run(["docker", "inspect", "-f", '{{index .Config.Labels "io.codeact.disk"}}', f"codeact-{wid}"],
+                          capture_output=True, text=True)
+    assert disk.stdout.strip() == "96m", disk
     assert j["files"] == ["/output/answer.txt"]
     assert j["usage"]["requests"] == 2 and j["usage"]["tool_calls"] == 1
     # The live view followed the workflow: the step, the cell and its result.

@@ -71,3 +71,23 @@ def test_no_model_configured_names_the_variable_and_the_flag(cli, tmp_path):
                        env=env, timeout=60)
     assert p.returncode == 2, p.stderr
     assert "OPENAI_API_KEY" in p.stderr and "--model" in p.stderr
+
+
+def test_run_disk_limits_the_sandbox_and_a_full_disk_reaches_the_model(cli, run_id):
+    model = ScriptedModel([
+        python_turn("call_1", "open('/output/big', 'wb').write(b'x' * (64 << 20))"),
+        {"content": "The disk is full."},
+    ])
+    try:
+        p, j = cli.json("run", "--no-durable", "--model", model.model_flag, "--prompts", PROMPTS,
+                        "--workflow-id", run_id, "--disk", "32m", "--keep-sandbox", "--json", "Fill it.", check=0)
+    finally:
+        model.close()
+    assert j["output"] == "The disk is full."
+    # The model read the error with the limit in it.
+    second = json.dumps(model.requests[1]["messages"])
+    assert "No space left on device" in second and "limited to 32m" in second, second
+    p, info = cli.json("sandbox", "ls", "--json")
+    assert [s["disk"] for s in info if s["id"] == run_id] == ["32m"], info
+    p = cli("run", "--no-durable", "--model", model.model_flag, "--disk", "tiny", "x")
+    assert p.returncode == 2 and "--disk tiny" in p.err, p.err

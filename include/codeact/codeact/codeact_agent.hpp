@@ -84,6 +84,7 @@ struct CodeActRunOptions {
   std::vector<std::string> python_packages;
   std::vector<std::string> system_packages;
   bool network = false;
+  std::string disk;  // the sandbox's disk limit ("10g", "none"); "" = the manager's default
   bool keep_sandbox = false;   // leave the container running at the end
   bool remove_volume = false;  // also remove the sandbox's volume at the end
   SandboxToolsOptions tools;   // sandbox_id is set by the run
