@@ -30,7 +30,8 @@ inline std::vector<double> time_ms(int n, const std::function<void()>& f) {
   for (int i = 0; i < n; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     f();
-    out.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    out.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   return out;
 }

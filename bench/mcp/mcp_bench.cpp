@@ -30,7 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-
 [[noreturn]] void die(const std::string& what) {
   std::cerr << "mcp_bench: " << what << "\n";
   std::exit(1);

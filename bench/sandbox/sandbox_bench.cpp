@@ -1,7 +1,8 @@
 // Sandbox benchmarks (issue "Sandboxes"), each against a baseline measured in the same run:
 //   1. trivial cell round trip: C++ API and CLI vs `docker exec <container> python3 -c pass`
 //   2. new sandbox, start to first result vs `docker run --rm <image> true`
-//   3. trivial cell with 200 MB of untouched state vs empty state; restore of that state after a kill
+//   3. trivial cell with 200 MB of untouched state vs empty state; restore of that state after a
+//      kill
 //   4. memory of an idle sandbox (container cgroup)
 // Prints figures and ratios; not a pass/fail test (this machine is noisy).
 //
@@ -31,8 +32,6 @@ using bench::time_ms;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-
 
 void die(const core::Error& e) {
   std::cerr << "sandbox_bench: " << e.to_string() << "\n";
@@ -64,9 +63,12 @@ int main(int argc, char** argv) {
   std::string cli = "";
   bool as_json = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--codeact") && i + 1 < argc) cli = argv[++i];
-    else if (!std::strcmp(argv[i], "--json")) as_json = true;
+    if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc)
+      iterations = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--codeact") && i + 1 < argc)
+      cli = argv[++i];
+    else if (!std::strcmp(argv[i], "--json"))
+      as_json = true;
   }
   auto docker = must(sandbox::DockerClient::create());
   std::string image = must(sandbox::ImageBuilder(docker).ensure_image());
@@ -84,15 +86,22 @@ int main(int argc, char** argv) {
   auto api = stats(time_ms(iterations, [&] { must(manager.execute(id, trivial)); }));
   std::string cname = sandbox::SandboxManager::container_name(id);
   int exec_n = std::max(5, iterations / 5);
-  auto dexec = stats(time_ms(exec_n, [&] { run_cmd({"docker", "exec", "--user", "1000:1000", cname, "python3", "-c", "pass"}); }));
+  auto dexec = stats(time_ms(exec_n, [&] {
+    run_cmd({"docker", "exec", "--user", "1000:1000", cname, "python3", "-c", "pass"});
+  }));
   Stats via_cli;
   if (!cli.empty()) {
-    via_cli = stats(time_ms(std::max(5, iterations / 5), [&] { run_cmd({cli, "sandbox", "exec", id, "pass"}); }));
+    via_cli = stats(time_ms(std::max(5, iterations / 5), [&] {
+      run_cmd({cli, "sandbox", "exec", id, "pass"});
+    }));
   }
-  report["trivial_cell"] = {{"api_p50_ms", api.p50},           {"api_p90_ms", api.p90},
-                            {"cli_p50_ms", via_cli.p50},       {"docker_exec_p50_ms", dexec.p50},
-                            {"speedup_api_vs_docker_exec", dexec.p50 / api.p50},
-                            {"speedup_cli_vs_docker_exec", via_cli.p50 > 0 ? dexec.p50 / via_cli.p50 : 0.0}};
+  report["trivial_cell"] = {
+      {"api_p50_ms", api.p50},
+      {"api_p90_ms", api.p90},
+      {"cli_p50_ms", via_cli.p50},
+      {"docker_exec_p50_ms", dexec.p50},
+      {"speedup_api_vs_docker_exec", dexec.p50 / api.p50},
+      {"speedup_cli_vs_docker_exec", via_cli.p50 > 0 ? dexec.p50 / via_cli.p50 : 0.0}};
 
   // 4. idle memory (measured before state is loaded)
   std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -108,7 +117,8 @@ int main(int argc, char** argv) {
   auto with_state = stats(time_ms(iterations, [&] { must(manager.execute(id, trivial)); }));
   auto t0 = Clock::now();
   must_ok(docker->kill_container(cname));
-  auto after = must(manager.execute(id, sandbox::ExecuteRequest{.code = "print(big.nbytes)", .timeout_seconds = 120}));
+  auto after = must(manager.execute(
+      id, sandbox::ExecuteRequest{.code = "print(big.nbytes)", .timeout_seconds = 120}));
   double restore_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   if (after.stdout_text != "209715200\n") {
     std::cerr << "restore check failed: " << after.stdout_text << "\n";
@@ -131,7 +141,9 @@ int main(int argc, char** argv) {
     (void)manager.remove(sid, true);
   }
   auto start_stats = stats(starts);
-  auto run_stats = stats(time_ms(start_n, [&] { run_cmd({"docker", "run", "--rm", "--entrypoint", "true", image}); }));
+  auto run_stats = stats(time_ms(start_n, [&] {
+    run_cmd({"docker", "run", "--rm", "--entrypoint", "true", image});
+  }));
   report["start_to_first_result"] = {{"codeact_p50_ms", start_stats.p50},
                                      {"docker_run_rm_true_p50_ms", run_stats.p50},
                                      {"ratio", start_stats.p50 / run_stats.p50}};
@@ -145,15 +157,22 @@ int main(int argc, char** argv) {
   fmt::print("   C++ API            {:8.2f} ms   (p90 {:.2f} ms)\n", api.p50, api.p90);
   if (!cli.empty()) fmt::print("   codeact CLI        {:8.2f} ms\n", via_cli.p50);
   fmt::print("   docker exec python {:8.2f} ms   baseline\n", dexec.p50);
-  fmt::print("   API is {:.0f}x faster than docker exec{}\n", tc["speedup_api_vs_docker_exec"].get<double>(),
-             cli.empty() ? "" : fmt::format("; CLI {:.1f}x", tc["speedup_cli_vs_docker_exec"].get<double>()));
+  fmt::print("   API is {:.0f}x faster than docker exec{}\n",
+             tc["speedup_api_vs_docker_exec"].get<double>(),
+             cli.empty()
+                 ? ""
+                 : fmt::format("; CLI {:.1f}x", tc["speedup_cli_vs_docker_exec"].get<double>()));
   fmt::print("2. new sandbox to first result (p50)\n");
-  fmt::print("   codeact            {:8.1f} ms\n   docker run --rm    {:8.1f} ms   baseline\n   ratio {:.2f}x\n",
-             start_stats.p50, run_stats.p50, start_stats.p50 / run_stats.p50);
+  fmt::print(
+      "   codeact            {:8.1f} ms\n   docker run --rm    {:8.1f} ms   baseline\n   ratio "
+      "{:.2f}x\n",
+      start_stats.p50, run_stats.p50, start_stats.p50 / run_stats.p50);
   fmt::print("3. trivial cell with 200 MB untouched state (p50)\n");
-  fmt::print("   empty state        {:8.2f} ms\n   200 MB state       {:8.2f} ms\n   ratio {:.2f}x\n", api.p50,
-             with_state.p50, with_state.p50 / api.p50);
+  fmt::print(
+      "   empty state        {:8.2f} ms\n   200 MB state       {:8.2f} ms\n   ratio {:.2f}x\n",
+      api.p50, with_state.p50, with_state.p50 / api.p50);
   fmt::print("   restore after docker kill: {:.0f} ms\n", restore_ms);
-  fmt::print("4. idle sandbox memory (cgroup): {:.1f} MB\n", report["idle_memory_mb"].get<double>());
+  fmt::print("4. idle sandbox memory (cgroup): {:.1f} MB\n",
+             report["idle_memory_mb"].get<double>());
   return 0;
 }

@@ -8,7 +8,8 @@
 
 namespace codeact::bench {
 
-inline temporal::Task<core::Json> noop_sequence(temporal::WorkflowContext& ctx, temporal::Args args) {
+inline temporal::Task<core::Json> noop_sequence(temporal::WorkflowContext& ctx,
+                                                temporal::Args args) {
   int n = args.empty() ? 200 : args[0].get<int>();
   temporal::ActivityOptions options;
   options.start_to_close_timeout = std::chrono::seconds(10);
@@ -21,9 +22,10 @@ inline temporal::Task<core::Json> noop_sequence(temporal::WorkflowContext& ctx, 
 
 inline void register_noop_sequence(temporal::Worker& worker, const std::string& workflow_name) {
   worker.register_workflow(workflow_name, noop_sequence);
-  worker.register_activity("noop", [](temporal::ActivityContext&, const temporal::Args& a) -> core::Result<core::Json> {
-    return a.empty() ? core::Json(nullptr) : a[0];
-  });
+  worker.register_activity(
+      "noop", [](temporal::ActivityContext&, const temporal::Args& a) -> core::Result<core::Json> {
+        return a.empty() ? core::Json(nullptr) : a[0];
+      });
 }
 
 }  // namespace codeact::bench

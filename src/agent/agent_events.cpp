@@ -14,20 +14,21 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 }  // namespace
 
 std::string event_kind(const AgentEvent& event) {
-  return std::visit(Overloaded{
-                        [](const ModelRequestStartEvent&) -> std::string { return "model_request_start"; },
-                        [](const ModelStreamEvent& e) -> std::string {
-                          if (const auto* d = std::get_if<llm::PartDeltaEvent>(&e.event)) {
-                            if (std::holds_alternative<llm::TextPartDelta>(d->delta)) return "text_delta";
-                          }
-                          return "model_stream";
-                        },
-                        [](const ModelResponseEvent&) -> std::string { return "model_response"; },
-                        [](const ToolCallEvent&) -> std::string { return "tool_call"; },
-                        [](const ToolResultEvent&) -> std::string { return "tool_result"; },
-                        [](const FinalResultEvent&) -> std::string { return "final_result"; },
-                    },
-                    event);
+  return std::visit(
+      Overloaded{
+          [](const ModelRequestStartEvent&) -> std::string { return "model_request_start"; },
+          [](const ModelStreamEvent& e) -> std::string {
+            if (const auto* d = std::get_if<llm::PartDeltaEvent>(&e.event)) {
+              if (std::holds_alternative<llm::TextPartDelta>(d->delta)) return "text_delta";
+            }
+            return "model_stream";
+          },
+          [](const ModelResponseEvent&) -> std::string { return "model_response"; },
+          [](const ToolCallEvent&) -> std::string { return "tool_call"; },
+          [](const ToolResultEvent&) -> std::string { return "tool_result"; },
+          [](const FinalResultEvent&) -> std::string { return "final_result"; },
+      },
+      event);
 }
 
 Json to_json(const AgentEvent& event) {
@@ -37,20 +38,30 @@ Json to_json(const AgentEvent& event) {
             return Json{{"event_kind", "model_request_start"}, {"run_step", e.run_step}};
           },
           [](const ModelStreamEvent& e) {
-            return Json{{"event_kind", "model_stream"}, {"run_step", e.run_step}, {"event", llm::to_json(e.event)}};
+            return Json{{"event_kind", "model_stream"},
+                        {"run_step", e.run_step},
+                        {"event", llm::to_json(e.event)}};
           },
           [](const ModelResponseEvent& e) {
-            return Json{{"event_kind", "model_response"}, {"run_step", e.run_step}, {"response", llm::to_json(e.response)}};
+            return Json{{"event_kind", "model_response"},
+                        {"run_step", e.run_step},
+                        {"response", llm::to_json(e.response)}};
           },
           [](const ToolCallEvent& e) {
-            return Json{{"event_kind", "tool_call"}, {"run_step", e.run_step}, {"part", llm::to_json(llm::ModelResponsePart(e.part))}};
+            return Json{{"event_kind", "tool_call"},
+                        {"run_step", e.run_step},
+                        {"part", llm::to_json(llm::ModelResponsePart(e.part))}};
           },
           [](const ToolResultEvent& e) {
-            Json part = std::visit([](const auto& p) { return llm::to_json(llm::ModelRequestPart(p)); }, e.result);
+            Json part = std::visit(
+                [](const auto& p) { return llm::to_json(llm::ModelRequestPart(p)); }, e.result);
             return Json{{"event_kind", "tool_result"}, {"run_step", e.run_step}, {"part", part}};
           },
           [](const FinalResultEvent& e) {
-            return Json{{"event_kind", "final_result"}, {"run_step", e.run_step}, {"output", e.output}, {"tool_name", e.tool_name}};
+            return Json{{"event_kind", "final_result"},
+                        {"run_step", e.run_step},
+                        {"output", e.output},
+                        {"tool_name", e.tool_name}};
           },
       },
       event);
@@ -72,7 +83,8 @@ core::Result<AgentRunResult> run_result_from_json(const Json& j) {
   CODEACT_TRY(r.messages, llm::messages_from_json(j.value("messages", Json::array())));
   r.new_messages_start = static_cast<size_t>(core::json_int(j, "new_messages_start"));
   if (r.new_messages_start > r.messages.size()) {
-    return core::invalid_argument("agent run result: new_messages_start is past the end of messages");
+    return core::invalid_argument(
+        "agent run result: new_messages_start is past the end of messages");
   }
   CODEACT_TRY(r.usage, llm::usage_from_json(j.value("usage", Json::object())));
   r.tool_calls = core::json_int(j, "tool_calls");

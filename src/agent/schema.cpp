@@ -4,8 +4,10 @@
 namespace codeact::agent {
 
 std::string format_arg_errors(const std::vector<ArgError>& errors) {
-  std::string out = std::to_string(errors.size()) + (errors.size() == 1 ? " validation error:" : " validation errors:");
-  for (const auto& e : errors) out += "\n- " + (e.path.empty() ? std::string("(arguments)") : e.path) + ": " + e.message;
+  std::string out = std::to_string(errors.size()) +
+                    (errors.size() == 1 ? " validation error:" : " validation errors:");
+  for (const auto& e : errors)
+    out += "\n- " + (e.path.empty() ? std::string("(arguments)") : e.path) + ": " + e.message;
   return out;
 }
 
@@ -13,9 +15,12 @@ namespace schema_internal {
 
 std::string describe_json(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::object: return "an object";
-    case Json::value_t::array: return "an array";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
     default: {
       std::string s = core::dump_json(v);
       if (s.size() > 60) s = s.substr(0, 57) + "...";
@@ -25,7 +30,8 @@ std::string describe_json(const Json& v) {
 }
 
 std::string number_text(double v) {
-  if (v == static_cast<double>(static_cast<int64_t>(v))) return std::to_string(static_cast<int64_t>(v));
+  if (v == static_cast<double>(static_cast<int64_t>(v)))
+    return std::to_string(static_cast<int64_t>(v));
   return Json(v).dump();
 }
 
@@ -45,8 +51,10 @@ using schema_internal::describe_json;
 
 bool type_matches(const Json& v, const std::string& type) {
   if (type == "string") return v.is_string();
-  if (type == "integer") return v.is_number_integer() || v.is_number_unsigned() ||
-                                (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+  if (type == "integer")
+    return v.is_number_integer() || v.is_number_unsigned() ||
+           (v.is_number_float() &&
+            v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
   if (type == "number") return v.is_number();
   if (type == "boolean") return v.is_boolean();
   if (type == "object") return v.is_object();
@@ -59,7 +67,8 @@ std::string article(const std::string& type) {
   return (type == "integer" || type == "object" || type == "array") ? "an " + type : "a " + type;
 }
 
-void check(const Json& v, const Json& schema, const std::string& path, std::vector<ArgError>& errors) {
+void check(const Json& v, const Json& schema, const std::string& path,
+           std::vector<ArgError>& errors) {
   if (!schema.is_object()) return;
   const std::string shown = path.empty() ? "(arguments)" : path;
   for (const char* key : {"anyOf", "oneOf"}) {
@@ -75,7 +84,8 @@ void check(const Json& v, const Json& schema, const std::string& path, std::vect
         }
       }
       if (!any) {
-        errors.push_back({shown, "does not match any of the allowed schemas, got " + describe_json(v)});
+        errors.push_back(
+            {shown, "does not match any of the allowed schemas, got " + describe_json(v)});
         return;
       }
     }
@@ -110,11 +120,15 @@ void check(const Json& v, const Json& schema, const std::string& path, std::vect
     }
   }
   if (v.is_number()) {
-    if (auto it = schema.find("minimum"); it != schema.end() && it->is_number() && v.get<double>() < it->get<double>()) {
-      errors.push_back({shown, "must be >= " + schema_internal::number_text(it->get<double>()) + ", got " + v.dump()});
+    if (auto it = schema.find("minimum");
+        it != schema.end() && it->is_number() && v.get<double>() < it->get<double>()) {
+      errors.push_back({shown, "must be >= " + schema_internal::number_text(it->get<double>()) +
+                                   ", got " + v.dump()});
     }
-    if (auto it = schema.find("maximum"); it != schema.end() && it->is_number() && v.get<double>() > it->get<double>()) {
-      errors.push_back({shown, "must be <= " + schema_internal::number_text(it->get<double>()) + ", got " + v.dump()});
+    if (auto it = schema.find("maximum");
+        it != schema.end() && it->is_number() && v.get<double>() > it->get<double>()) {
+      errors.push_back({shown, "must be <= " + schema_internal::number_text(it->get<double>()) +
+                                   ", got " + v.dump()});
     }
   }
   if (v.is_object()) {
@@ -122,7 +136,8 @@ void check(const Json& v, const Json& schema, const std::string& path, std::vect
     if (auto it = schema.find("required"); it != schema.end() && it->is_array()) {
       for (const auto& r : *it) {
         if (r.is_string() && !v.contains(r.get<std::string>())) {
-          errors.push_back({schema_internal::join_path(path, r.get<std::string>()), "field required"});
+          errors.push_back(
+              {schema_internal::join_path(path, r.get<std::string>()), "field required"});
         }
       }
     }
@@ -142,7 +157,8 @@ void check(const Json& v, const Json& schema, const std::string& path, std::vect
   }
   if (v.is_array()) {
     if (auto it = schema.find("items"); it != schema.end() && it->is_object()) {
-      for (size_t i = 0; i < v.size(); ++i) check(v[i], *it, schema_internal::index_path(path, i), errors);
+      for (size_t i = 0; i < v.size(); ++i)
+        check(v[i], *it, schema_internal::index_path(path, i), errors);
     }
   }
 }

@@ -16,7 +16,8 @@ int report(const core::Error& error) {
   return core::exit_code(error.code());
 }
 
-core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager(const std::string& config_path) {
+core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager(
+    const std::string& config_path) {
   CODEACT_TRY(auto docker, sandbox::DockerClient::create());
   CODEACT_TRY_STATUS(docker->ping());
   sandbox::SandboxManagerOptions options;
@@ -29,7 +30,8 @@ core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager(const std::s
     // Only this section is interpolated: a variable other sections need (an API key) may be unset.
     core::Json section = raw.is_object() ? raw.value("sandbox", core::Json()) : core::Json();
     CODEACT_TRY(core::Json sandbox_section, core::interpolate_env(section));
-    auto applied = sandbox::manager_options_from_config(core::Json{{"sandbox", sandbox_section}}, options);
+    auto applied =
+        sandbox::manager_options_from_config(core::Json{{"sandbox", sandbox_section}}, options);
     if (!applied.ok()) return applied.error().with_context(*path);
     options = std::move(*applied);
   }

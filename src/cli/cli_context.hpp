@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,7 +24,8 @@ int report(const core::Error& error);
 
 // A Docker client and sandbox manager; progress of a first-use image build goes to stderr. The
 // `sandbox:` section of app_conf.yml (`config_path`, else the usual search) sets its defaults.
-core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager(const std::string& config_path = "");
+core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager(
+    const std::string& config_path = "");
 
 // Where each subcommand stores the status it exits with.
 struct ExitCode {
@@ -42,11 +42,10 @@ void add_worker_commands(CLI::App& app, ExitCode& exit);
 
 // Runs a cell with the tools of these MCP servers (from app_conf.yml; `config_path` "" = the
 // usual search) and the functions of these Python files callable from it (mcp_commands.cpp).
-core::Result<sandbox::ExecuteResult> execute_with_tools(sandbox::SandboxManager& manager, const std::string& id,
-                                                        sandbox::ExecuteRequest request,
-                                                        const std::vector<std::string>& mcp_servers,
-                                                        const std::vector<std::string>& function_files,
-                                                        const std::string& config_path = "");
+core::Result<sandbox::ExecuteResult> execute_with_tools(
+    sandbox::SandboxManager& manager, const std::string& id, sandbox::ExecuteRequest request,
+    const std::vector<std::string>& mcp_servers, const std::vector<std::string>& function_files,
+    const std::string& config_path = "");
 
 // Splits "a,b,c" (also accepts repeated flags) into items, dropping empties.
 std::vector<std::string> split_csv(const std::vector<std::string>& values);

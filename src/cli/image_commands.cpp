@@ -5,10 +5,10 @@
 #include <iostream>
 
 #include "cli_context.hpp"
-#include "codeact/durable/endpoint.hpp"
 #include "codeact/codeact/codeact_agent.hpp"
 #include "codeact/core/config.hpp"
 #include "codeact/core/subprocess.hpp"
+#include "codeact/durable/endpoint.hpp"
 #include "codeact/sandbox/docker_client.hpp"
 #include "codeact/sandbox/image_builder.hpp"
 #include "codeact/temporal/dev_server.hpp"
@@ -18,7 +18,8 @@ namespace codeact::cli {
 void add_image_commands(CLI::App& app, ExitCode& exit) {
   auto* img = app.add_subcommand("image", "Build the sandbox image (no registry needed)");
   img->require_subcommand(1);
-  auto* build = img->add_subcommand("build", "Build the sandbox image if missing (or again with --force), showing progress");
+  auto* build = img->add_subcommand(
+      "build", "Build the sandbox image if missing (or again with --force), showing progress");
   auto force = std::make_shared<bool>(false);
   auto method = std::make_shared<std::string>("auto");
   build->add_flag("--force", *force, "Rebuild even if the image for this recipe exists");
@@ -48,8 +49,9 @@ void add_image_commands(CLI::App& app, ExitCode& exit) {
       return;
     }
     if (r->built) {
-      std::cerr << fmt::format("[codeact] built {} with {} in {:.1f}s ({} MB)\n", r->tag, sandbox::build_method_name(r->method),
-                               r->duration.count() / 1000.0, r->size_bytes / (1024 * 1024));
+      std::cerr << fmt::format("[codeact] built {} with {} in {:.1f}s ({} MB)\n", r->tag,
+                               sandbox::build_method_name(r->method), r->duration.count() / 1000.0,
+                               r->size_bytes / (1024 * 1024));
     } else {
       std::cerr << fmt::format("[codeact] {} is already built\n", r->tag);
     }
@@ -59,7 +61,8 @@ void add_image_commands(CLI::App& app, ExitCode& exit) {
 }
 
 void add_doctor_command(CLI::App& app, ExitCode& exit) {
-  auto* cmd = app.add_subcommand("doctor", "Check what codeact needs (Docker, the sandbox image, ...) and say what to fix");
+  auto* cmd = app.add_subcommand(
+      "doctor", "Check what codeact needs (Docker, the sandbox image, ...) and say what to fix");
   cmd->callback([&exit] {
     int problems = 0;
     auto ok = [](const std::string& what) { std::cout << "  ok    " << what << "\n"; };
@@ -74,15 +77,18 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
     auto docker = sandbox::DockerClient::create();
     std::shared_ptr<sandbox::DockerClient> client;
     if (!docker.ok()) {
-      bad("Docker host: " + docker.error().message(), "set DOCKER_HOST=unix:///path/to/docker.sock");
+      bad("Docker host: " + docker.error().message(),
+          "set DOCKER_HOST=unix:///path/to/docker.sock");
     } else {
       client = *docker;
       auto v = client->version();
       if (!v.ok()) {
-        bad("Docker engine: " + v.error().message(), "start the daemon (systemctl start docker) or set DOCKER_HOST");
+        bad("Docker engine: " + v.error().message(),
+            "start the daemon (systemctl start docker) or set DOCKER_HOST");
         client.reset();
       } else {
-        ok(fmt::format("Docker engine {} at {} (API {})", v->version, client->host(), v->negotiated_api_version));
+        ok(fmt::format("Docker engine {} at {} (API {})", v->version, client->host(),
+                       v->negotiated_api_version));
       }
     }
     if (client) {
@@ -98,7 +104,8 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
           bad("debootstrap is not installed (needed to build the image without a registry)",
               "apt-get install debootstrap (scripts/setup.sh does it)");
         } else if (!root) {
-          bad("building the image with debootstrap needs root", "run `sudo codeact image build` once");
+          bad("building the image with debootstrap needs root",
+              "run `sudo codeact image build` once");
         }
       }
     }
@@ -111,37 +118,46 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
     // Sandbox disks are ext4 images on loop devices (root), and the host user must not share the
     // sandbox user's uid (it owns the kernel directories sandboxes must not write).
     if (!core::find_program("mkfs.ext4")) {
-      bad("mkfs.ext4 is not installed (it makes the sandboxes' size-limited disks)", "apt-get install e2fsprogs");
+      bad("mkfs.ext4 is not installed (it makes the sandboxes' size-limited disks)",
+          "apt-get install e2fsprogs");
     } else if (::geteuid() != 0 || ::access("/dev/loop-control", R_OK | W_OK) != 0) {
       warn("sandbox disks are not size-limited: a loop device per sandbox needs root",
-           "run codeact as root, or set sandbox.disk: none in app_conf.yml (or --disk none) to say it is meant");
+           "run codeact as root, or set sandbox.disk: none in app_conf.yml (or --disk none) to say "
+           "it is meant");
     } else {
       ok("sandbox disks: size-limited ext4 on loop devices");
     }
     if (::geteuid() == static_cast<uid_t>(sandbox::kSandboxUid)) {
-      bad(fmt::format("codeact runs as uid {}, the sandbox user's uid, so sandboxes could write their kernel "
+      bad(fmt::format("codeact runs as uid {}, the sandbox user's uid, so sandboxes could write "
+                      "their kernel "
                       "directories on the host",
                       sandbox::kSandboxUid),
           "run codeact as another user (root, or a user with another uid in the docker group)");
     }
     auto persistence = core::getenv_string("ENABLE_PERSISTENCE");
     if (persistence && (*persistence == "false" || *persistence == "0")) {
-      warn("ENABLE_PERSISTENCE is off", "sandbox state lives in memory only and is lost when a container stops");
+      warn("ENABLE_PERSISTENCE is off",
+           "sandbox state lives in memory only and is lost when a container stops");
     }
     if (auto driver = core::getenv_string("VOLUME_DRIVER"); driver && *driver == "nfs") {
       if (!core::getenv_string("NFS_SERVER") || !core::getenv_string("NFS_PATH")) {
-        bad("VOLUME_DRIVER=nfs without NFS_SERVER and NFS_PATH", "set both, e.g. NFS_SERVER=nfs.example NFS_PATH=/exports/codeact");
+        bad("VOLUME_DRIVER=nfs without NFS_SERVER and NFS_PATH",
+            "set both, e.g. NFS_SERVER=nfs.example NFS_PATH=/exports/codeact");
       } else {
-        ok(fmt::format("NFS volumes on {}:{}", *core::getenv_string("NFS_SERVER"), *core::getenv_string("NFS_PATH")));
+        ok(fmt::format("NFS volumes on {}:{}", *core::getenv_string("NFS_SERVER"),
+                       *core::getenv_string("NFS_PATH")));
       }
     }
     // The model `codeact run` would use without --model.
     if (auto builder = codeact::AgentBuilder::load(); !builder.ok()) {
-      bad("agent config: " + builder.error().message(), "fix the file named above (see config/ for examples)");
+      bad("agent config: " + builder.error().message(),
+          "fix the file named above (see config/ for examples)");
     } else if (auto model = codeact::resolve_model_name(*builder); model.ok()) {
-      ok("model " + *model + " (default for `codeact run`; prompts from " + builder->prompts->source() + ")");
+      ok("model " + *model + " (default for `codeact run`; prompts from " +
+         builder->prompts->source() + ")");
     } else {
-      warn("no default model for `codeact run`", model.error().message() + ", or pass --model provider:model");
+      warn("no default model for `codeact run`",
+           model.error().message() + ", or pass --model provider:model");
     }
     // Where durable runs go: a configured cluster, or the embedded dev server.
     {
@@ -152,12 +168,14 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
         req.config_url = url;
         req.ns = builder->config.temporal_namespace;
         auto ep = durable::resolve_temporal(req, nullptr);
-        auto c = ep.ok() ? durable::connect_temporal(*ep, std::chrono::seconds(3)) : core::Result<temporal::Client>(ep.error());
+        auto c = ep.ok() ? durable::connect_temporal(*ep, std::chrono::seconds(3))
+                         : core::Result<temporal::Client>(ep.error());
         if (c.ok()) {
           ok(fmt::format("Temporal at {} (namespace {})", ep->address, ep->ns));
         } else {
           bad("Temporal (temporal.url): " + c.error().message(),
-              "start the server, fix temporal.url / TEMPORAL_ADDRESS, or leave it empty for the embedded dev server");
+              "start the server, fix temporal.url / TEMPORAL_ADDRESS, or leave it empty for the "
+              "embedded dev server");
         }
       } else if (auto cli = temporal::find_temporal_cli(); cli.ok()) {
         ok("Temporal: embedded dev server (started on first `codeact run`/`worker`) with " + *cli);

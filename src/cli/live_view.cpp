@@ -30,7 +30,8 @@ void LiveView::show_json(const core::Json& j) {
   } else if (kind == "tool_call") {
     auto p = llm::response_part_from_json(j.value("part", core::Json::object()));
     if (p.ok()) {
-      if (const auto* call = std::get_if<llm::ToolCallPart>(&*p)) (*this)(agent::ToolCallEvent{step, *call});
+      if (const auto* call = std::get_if<llm::ToolCallPart>(&*p))
+        (*this)(agent::ToolCallEvent{step, *call});
     }
   } else if (kind == "tool_result") {
     auto p = llm::request_part_from_json(j.value("part", core::Json::object()));
@@ -71,7 +72,8 @@ void LiveView::show(const agent::ToolCallEvent& e) {
              p.args["script"].is_string()) {
     out_ << "  ▶ execute_bash\n" << indent(p.args["script"].get<std::string>(), "    $ ");
   } else {
-    out_ << fmt::format("  ▶ {} {}\n", p.tool_name, p.args_valid() ? core::dump_json(p.args) : p.args_raw);
+    out_ << fmt::format("  ▶ {} {}\n", p.tool_name,
+                        p.args_valid() ? core::dump_json(p.args) : p.args_raw);
   }
 }
 

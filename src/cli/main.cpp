@@ -1,6 +1,5 @@
 // codeact: the command-line entry point. Each group of subcommands lives in its own file.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 
@@ -9,12 +8,15 @@
 
 int main(int argc, char** argv) {
   using namespace codeact;
-  CLI::App app{"codeact: durable CodeAct agents — Python sandboxes that survive crashes, agent runs as Temporal workflows"};
+  CLI::App app{
+      "codeact: durable CodeAct agents — Python sandboxes that survive crashes, agent runs as "
+      "Temporal workflows"};
   app.name("codeact");
   app.require_subcommand(1);
   app.set_version_flag("--version", "codeact 0.1.0");
   std::string log_level;
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error (default: $CODEACT_LOG or warn)");
+  app.add_option("--log-level", log_level,
+                 "trace, debug, info, warn, error (default: $CODEACT_LOG or warn)");
   app.parse_complete_callback([&] {
     if (!log_level.empty()) core::set_log_level(log_level);
   });

@@ -10,17 +10,17 @@
 
 #include <atomic>
 #include <csignal>
-#include <thread>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "cli_context.hpp"
-#include "durable_support.hpp"
-#include "live_view.hpp"
 #include "codeact/codeact/codeact_agent.hpp"
 #include "codeact/core/cancel.hpp"
 #include "codeact/core/json.hpp"
 #include "codeact/mcp/server_config.hpp"
+#include "durable_support.hpp"
+#include "live_view.hpp"
 
 namespace codeact::cli {
 namespace {
@@ -52,17 +52,19 @@ struct RunFlags {
   DurableFlags durable;
 };
 
-
-void print_answer(const std::string& sandbox_id, const std::vector<std::string>& files, const std::string& message) {
+void print_answer(const std::string& sandbox_id, const std::vector<std::string>& files,
+                  const std::string& message) {
   if (!files.empty()) {
-    std::cout << "── files produced (in volume " << sandbox::SandboxManager::volume_name(sandbox_id) << ")\n";
+    std::cout << "── files produced (in volume " << sandbox::SandboxManager::volume_name(sandbox_id)
+              << ")\n";
     for (const auto& p : files) std::cout << "  " << p << "\n";
   }
   std::cout << "── answer\n" << message;
   if (message.empty() || message.back() != '\n') std::cout << "\n";
 }
 
-int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const std::string& model_name) {
+int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder,
+                const std::string& model_name) {
   auto policies = activity_policies(builder);
   if (!policies.ok()) return report(policies.error());
   auto session = open_session(f.durable, builder, !f.durable.no_worker);
@@ -94,17 +96,21 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const s
   so.id_reuse_policy = temporal::IdReusePolicy::kAllowDuplicate;
   so.id_conflict_policy = temporal::IdConflictPolicy::kUseExisting;
   auto started = client.start_workflow(durable::kTaskWorkflow, temporal::Args{in.to_json()}, so);
-  if (!started.ok()) return report(started.error().with_context("starting workflow \"" + workflow_id + "\""));
+  if (!started.ok())
+    return report(started.error().with_context("starting workflow \"" + workflow_id + "\""));
   if (started->started) {
-    std::cerr << "[codeact] workflow " << workflow_id << " started on task queue " << queue << " at "
-              << (*session)->endpoint.address
-              << ((*session)->worker ? " (worker in this process)" : " (waiting for a `codeact worker`)") << "\n";
+    std::cerr << "[codeact] workflow " << workflow_id << " started on task queue " << queue
+              << " at " << (*session)->endpoint.address
+              << ((*session)->worker ? " (worker in this process)"
+                                     : " (waiting for a `codeact worker`)")
+              << "\n";
   } else {
     auto d = client.describe_workflow(workflow_id, started->run_id);
     if (d.ok() && d->workflow_type != durable::kTaskWorkflow) {
-      std::cerr << "codeact: workflow " << workflow_id << " is a running " << d->workflow_type
-                << ", not a task run; pick another --workflow-id (a chat is followed with `codeact chat "
-                   "--workflow-id`)\n";
+      std::cerr
+          << "codeact: workflow " << workflow_id << " is a running " << d->workflow_type
+          << ", not a task run; pick another --workflow-id (a chat is followed with `codeact chat "
+             "--workflow-id`)\n";
       return kExitUsage;
     }
     std::cerr << "[codeact] workflow " << workflow_id
@@ -125,7 +131,8 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const s
   std::thread viewer([&] {
     while (!done.load()) {
       follower.poll();
-      for (int i = 0; i < 5 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (int i = 0; i < 5 && !done.load(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
   install_interrupt_handler();
@@ -133,9 +140,11 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const s
   while (!done.load()) {
     if (interrupted() && !cancel_sent) {
       cancel_sent = true;
-      std::cerr << "\n[codeact] cancelling the run (the sandbox is cleaned up; Ctrl-C again to leave it "
-                   "running in the background)\n";
-      auto s = client.cancel_workflow(workflow_id, started->run_id, "interrupted from the command line");
+      std::cerr
+          << "\n[codeact] cancelling the run (the sandbox is cleaned up; Ctrl-C again to leave it "
+             "running in the background)\n";
+      auto s =
+          client.cancel_workflow(workflow_id, started->run_id, "interrupted from the command line");
       if (!s.ok()) std::cerr << "[codeact] could not cancel: " << s.error().message() << "\n";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -159,10 +168,12 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder, const s
 }
 
 int run(const RunFlags& f) {
-  if (auto disk = sandbox::SandboxManager::validate_disk(f.disk); !disk.ok()) return report(disk.error());
+  if (auto disk = sandbox::SandboxManager::validate_disk(f.disk); !disk.ok())
+    return report(disk.error());
   if (!f.packages.empty() && !f.network) {
-    std::cerr << "codeact: --packages needs --network (the sandbox has no network otherwise, so pip "
-                 "cannot download them)\n";
+    std::cerr
+        << "codeact: --packages needs --network (the sandbox has no network otherwise, so pip "
+           "cannot download them)\n";
     return kExitUsage;
   }
   auto builder = codeact::AgentBuilder::load(f.prompts, f.config);
@@ -195,7 +206,8 @@ int run(const RunFlags& f) {
       for (const auto& e : *entries) found = found || e.name == name;
       if (!found) {
         std::cerr << "codeact: --mcp " << name << ": no such server in mcp_servers of "
-                  << (builder->config.source.empty() ? std::string("app_conf.yml") : builder->config.source)
+                  << (builder->config.source.empty() ? std::string("app_conf.yml")
+                                                     : builder->config.source)
                   << " (configured: " << (known.empty() ? std::string("none") : known) << ")\n";
         return kExitUsage;
       }
@@ -278,9 +290,10 @@ void add_run_command(CLI::App& app, ExitCode& exit) {
                   "(repeatable); the server and its credentials stay on the host")
       ->allow_extra_args(false);
   cmd->add_flag("--network", f->network, "Give the sandbox network access (off by default)");
-  cmd->add_option("--disk", f->disk,
-                  "Disk limit of a new sandbox, e.g. 20g, or none (default: sandbox.disk in app_conf.yml "
-                  "of the worker, else 10g)");
+  cmd->add_option(
+      "--disk", f->disk,
+      "Disk limit of a new sandbox, e.g. 20g, or none (default: sandbox.disk in app_conf.yml "
+      "of the worker, else 10g)");
   cmd->add_option("--workflow-id", f->workflow_id,
                   "Run id; also the sandbox id (an existing sandbox is resumed with its state). "
                   "Default: generated");

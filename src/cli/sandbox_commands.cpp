@@ -35,7 +35,9 @@ void with_manager(ExitCode& exit, const std::function<int(SandboxManager&)>& bod
 
 void print_cell(const sandbox::ExecuteResult& r, bool streamed) {
   if (!r.notice.empty()) std::cerr << "[codeact] " << r.notice << "\n";
-  if (r.replayed) std::cerr << "[codeact] execution id " << r.execution_id << " already ran; showing its recorded result\n";
+  if (r.replayed)
+    std::cerr << "[codeact] execution id " << r.execution_id
+              << " already ran; showing its recorded result\n";
   if (!streamed || r.replayed) {
     std::cout << r.stdout_text;
     if (!r.stdout_text.empty() && r.stdout_text.back() != '\n') std::cout << "\n";
@@ -44,7 +46,8 @@ void print_cell(const sandbox::ExecuteResult& r, bool streamed) {
   }
   if (r.result) std::cout << fmt::format("Out[{}]: {}\n", r.cell, *r.result);
   for (const auto& o : r.outputs) {
-    std::cout << fmt::format("[{}] {}\n", core::json_string(o, "type", "output"), core::json_string(o, "path"));
+    std::cout << fmt::format("[{}] {}\n", core::json_string(o, "type", "output"),
+                             core::json_string(o, "path"));
   }
   if (r.error) {
     if (!r.error->traceback.empty()) {
@@ -60,7 +63,8 @@ void print_cell(const sandbox::ExecuteResult& r, bool streamed) {
   }
   if (r.truncated.is_object()) {
     for (auto it = r.truncated.begin(); it != r.truncated.end(); ++it) {
-      std::cerr << fmt::format("[codeact] {} was cut: {} bytes omitted from the middle\n", it.key(), it.value().dump());
+      std::cerr << fmt::format("[codeact] {} was cut: {} bytes omitted from the middle\n", it.key(),
+                               it.value().dump());
     }
   }
 }
@@ -68,25 +72,33 @@ void print_cell(const sandbox::ExecuteResult& r, bool streamed) {
 }  // namespace
 
 void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
-  auto* sb = app.add_subcommand("sandbox", "Start, use and remove sandboxes (isolated Python kernels whose state survives crashes)");
+  auto* sb = app.add_subcommand(
+      "sandbox",
+      "Start, use and remove sandboxes (isolated Python kernels whose state survives crashes)");
   sb->require_subcommand(1);
 
   // start
   {
-    auto* cmd = sb->add_subcommand("start", "Start a sandbox, or resume an existing one with its state; prints its id");
+    auto* cmd = sb->add_subcommand(
+        "start", "Start a sandbox, or resume an existing one with its state; prints its id");
     auto opts = std::make_shared<sandbox::SandboxOptions>();
     auto pkgs = std::make_shared<std::vector<std::string>>();
     auto sys = std::make_shared<std::vector<std::string>>();
     auto json = std::make_shared<bool>(false);
     cmd->add_option("--id", opts->id, "Sandbox id (default: a new random id)");
-    cmd->add_option("--packages", *pkgs, "Python packages to install (comma-separated; needs --network)")->delimiter(',');
-    cmd->add_option("--system-packages", *sys, "Debian packages to add to the sandbox image (comma-separated)")->delimiter(',');
+    cmd->add_option("--packages", *pkgs,
+                    "Python packages to install (comma-separated; needs --network)")
+        ->delimiter(',');
+    cmd->add_option("--system-packages", *sys,
+                    "Debian packages to add to the sandbox image (comma-separated)")
+        ->delimiter(',');
     cmd->add_flag("--network", opts->network, "Give the sandbox network access (off by default)");
     cmd->add_option("--memory", opts->memory, "Memory limit, e.g. 512m, 2g")->capture_default_str();
     cmd->add_option("--cpus", opts->cpus, "CPU limit (number of CPUs)")->capture_default_str();
-    cmd->add_option("--disk", opts->disk,
-                    "Disk limit of the sandbox's state and files, e.g. 10g, or none (default: sandbox.disk in "
-                    "app_conf.yml, else 10g; fixed when the sandbox is created)");
+    cmd->add_option(
+        "--disk", opts->disk,
+        "Disk limit of the sandbox's state and files, e.g. 10g, or none (default: sandbox.disk in "
+        "app_conf.yml, else 10g; fixed when the sandbox is created)");
     cmd->add_flag("--json", *json, "Print the sandbox as JSON");
     cmd->callback([opts, pkgs, sys, json, &exit] {
       opts->python_packages = split_csv(*pkgs);
@@ -97,11 +109,13 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
         if (*json) {
           print_json(info->to_json());
         } else {
-          if (info->resumed) std::cerr << fmt::format("[codeact] resumed sandbox {} at cell {}\n", info->id, info->cell);
+          if (info->resumed)
+            std::cerr << fmt::format("[codeact] resumed sandbox {} at cell {}\n", info->id,
+                                     info->cell);
           const auto& lost = info->lost.empty() ? info->restore_errors : info->lost;
           for (const auto& e : lost) {
-            std::cerr << fmt::format("[codeact] could not restore {}: {}\n", core::json_string(e, "name"),
-                                     core::json_string(e, "reason"));
+            std::cerr << fmt::format("[codeact] could not restore {}: {}\n",
+                                     core::json_string(e, "name"), core::json_string(e, "reason"));
           }
           if (!info->notice.empty()) std::cerr << "[codeact] " << info->notice << "\n";
           std::cout << info->id << "\n";
@@ -113,7 +127,8 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
 
   // exec
   {
-    auto* cmd = sb->add_subcommand("exec", "Run Python in a sandbox like a notebook cell (code as argument, '-' or stdin)");
+    auto* cmd = sb->add_subcommand(
+        "exec", "Run Python in a sandbox like a notebook cell (code as argument, '-' or stdin)");
     auto id = std::make_shared<std::string>();
     auto code = std::make_shared<std::string>();
     auto timeout = std::make_shared<double>(300);
@@ -121,22 +136,28 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
     auto json = std::make_shared<bool>(false);
     cmd->add_option("ID", *id, "Sandbox id")->required();
     cmd->add_option("CODE", *code, "Python code; '-' or omitted reads it from stdin");
-    cmd->add_option("--timeout", *timeout, "Seconds before the cell is interrupted (0 = none)")->capture_default_str();
-    cmd->add_option("--exec-id", *eid, "Execution id: running the same id again returns the recorded result");
+    cmd->add_option("--timeout", *timeout, "Seconds before the cell is interrupted (0 = none)")
+        ->capture_default_str();
+    cmd->add_option("--exec-id", *eid,
+                    "Execution id: running the same id again returns the recorded result");
     cmd->add_flag("--json", *json, "Print one JSON object with the result");
     auto mcp = std::make_shared<std::vector<std::string>>();
     auto functions = std::make_shared<std::vector<std::string>>();
     auto config = std::make_shared<std::string>();
-    cmd->add_option("--mcp", *mcp, "MCP server (a key of mcp_servers in app_conf.yml) whose tools the cell can call; repeatable")
+    cmd->add_option("--mcp", *mcp,
+                    "MCP server (a key of mcp_servers in app_conf.yml) whose tools the cell can "
+                    "call; repeatable")
         ->allow_extra_args(false);
-    cmd->add_option("--functions", *functions, "Python file whose functions the cell can call; repeatable")
+    cmd->add_option("--functions", *functions,
+                    "Python file whose functions the cell can call; repeatable")
         ->allow_extra_args(false);
     cmd->add_option("--config", *config, "app_conf.yml for --mcp (default: the usual search)");
     cmd->callback([=, &exit] {
       std::string source = *code;
       if (source.empty() || source == "-") {
         if (source.empty() && ::isatty(STDIN_FILENO)) {
-          exit.value = report(core::invalid_argument("no code given: pass it as an argument, or '-' to read stdin"));
+          exit.value = report(core::invalid_argument(
+              "no code given: pass it as an argument, or '-' to read stdin"));
           return;
         }
         source = read_stdin();
@@ -175,7 +196,8 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
     auto json = std::make_shared<bool>(false);
     cmd->add_option("ID", *id, "Sandbox id")->required();
     cmd->add_option("SCRIPT", *script, "Script ('-' reads stdin)")->required();
-    cmd->add_option("--timeout", *timeout, "Seconds before the script is killed")->capture_default_str();
+    cmd->add_option("--timeout", *timeout, "Seconds before the script is killed")
+        ->capture_default_str();
     cmd->add_flag("--json", *json, "Print one JSON object with the result");
     cmd->callback([=, &exit] {
       std::string text = *script == "-" ? read_stdin() : *script;
@@ -187,7 +209,8 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
         } else {
           std::cout << r->stdout_text;
           std::cerr << r->stderr_text;
-          if (r->timed_out) std::cerr << fmt::format("[codeact] killed after {}s timeout\n", *timeout);
+          if (r->timed_out)
+            std::cerr << fmt::format("[codeact] killed after {}s timeout\n", *timeout);
           if (!r->notice.empty()) std::cerr << "[codeact] " << r->notice << "\n";
         }
         return r->exit_code == 0 ? kExitOk : kExitCellRaised;
@@ -197,7 +220,8 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
 
   // vars / get / clear
   {
-    auto* cmd = sb->add_subcommand("vars", "List the variables of a sandbox (and which did not persist)");
+    auto* cmd =
+        sb->add_subcommand("vars", "List the variables of a sandbox (and which did not persist)");
     auto id = std::make_shared<std::string>();
     auto json = std::make_shared<bool>(false);
     cmd->add_option("ID", *id, "Sandbox id")->required();
@@ -214,7 +238,8 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
           std::string line = fmt::format("{:<20} {:<10} {:<24} {}", core::json_string(v, "name"),
                                          core::json_string(v, "kind"), core::json_string(v, "type"),
                                          core::json_string(v, "preview"));
-          if (!core::json_bool(v, "persisted", true)) line += fmt::format("   [not persisted: {}]", core::json_string(v, "reason"));
+          if (!core::json_bool(v, "persisted", true))
+            line += fmt::format("   [not persisted: {}]", core::json_string(v, "reason"));
           std::cout << line << "\n";
         }
         return kExitOk;
@@ -250,7 +275,8 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
       with_manager(exit, [&](SandboxManager& m) {
         auto r = m.clear(*id);
         if (!r.ok()) return report(r.error());
-        std::cerr << fmt::format("[codeact] cleared {} variables\n", r->value("cleared", Json::array()).size());
+        std::cerr << fmt::format("[codeact] cleared {} variables\n",
+                                 r->value("cleared", Json::array()).size());
         return kExitOk;
       });
     });
@@ -258,7 +284,8 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
 
   // files / read / write
   {
-    auto* cmd = sb->add_subcommand("files", "List files in the sandbox's workspace (default: /output)");
+    auto* cmd =
+        sb->add_subcommand("files", "List files in the sandbox's workspace (default: /output)");
     auto id = std::make_shared<std::string>();
     auto path = std::make_shared<std::string>();
     auto json = std::make_shared<bool>(false);
@@ -271,7 +298,8 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
         if (!r.ok()) return report(r.error());
         if (*json) {
           Json arr = Json::array();
-          for (const auto& f : *r) arr.push_back({{"path", f.path}, {"size", f.size}, {"mtime", f.mtime}});
+          for (const auto& f : *r)
+            arr.push_back({{"path", f.path}, {"size", f.size}, {"mtime", f.mtime}});
           print_json(Json{{"files", arr}});
         } else {
           for (const auto& f : *r) std::cout << fmt::format("{:>10}  {}\n", f.size, f.path);
@@ -314,20 +342,23 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
 
   // install
   {
-    auto* cmd = sb->add_subcommand("install", "Install Python packages (or Debian packages with --system)");
+    auto* cmd =
+        sb->add_subcommand("install", "Install Python packages (or Debian packages with --system)");
     auto id = std::make_shared<std::string>();
     auto pkgs = std::make_shared<std::vector<std::string>>();
     auto system = std::make_shared<bool>(false);
     cmd->add_option("ID", *id, "Sandbox id")->required();
     cmd->add_option("PKG", *pkgs, "Packages")->required();
-    cmd->add_flag("--system", *system, "Debian packages: rebuilds the sandbox's image and recreates it, state kept");
+    cmd->add_flag("--system", *system,
+                  "Debian packages: rebuilds the sandbox's image and recreates it, state kept");
     cmd->callback([=, &exit] {
       with_manager(exit, [&](SandboxManager& m) {
         auto r = m.install(*id, *pkgs, *system);
         if (!r.ok()) return report(r.error());
         if (!r->ok) {
           std::cerr << r->output << "\n";
-          return report(core::failed_precondition(fmt::format("installing {} failed", fmt::join(*pkgs, " "))));
+          return report(core::failed_precondition(
+              fmt::format("installing {} failed", fmt::join(*pkgs, " "))));
         }
         std::cerr << fmt::format("[codeact] installed {}{}\n", fmt::join(r->installed, " "),
                                  r->image.empty() ? "" : " (sandbox now runs " + r->image + ")");
@@ -349,7 +380,8 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
     });
   }
   {
-    auto* cmd = sb->add_subcommand("restart", "Restart a sandbox's container; the kernel restores its state");
+    auto* cmd = sb->add_subcommand("restart",
+                                   "Restart a sandbox's container; the kernel restores its state");
     auto id = std::make_shared<std::string>();
     cmd->add_option("ID", *id, "Sandbox id")->required();
     cmd->callback([=, &exit] {
@@ -362,7 +394,8 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
     });
   }
   {
-    auto* cmd = sb->add_subcommand("rm", "Remove a sandbox's container (and its volume, with all state, with --volume)");
+    auto* cmd = sb->add_subcommand(
+        "rm", "Remove a sandbox's container (and its volume, with all state, with --volume)");
     auto id = std::make_shared<std::string>();
     auto volume = std::make_shared<bool>(false);
     cmd->add_option("ID", *id, "Sandbox id")->required();
@@ -388,10 +421,12 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
           print_json(arr);
           return kExitOk;
         }
-        std::cout << fmt::format("{:<24} {:<10} {:<8} {:<6} {}\n", "ID", "STATUS", "NETWORK", "DISK", "IMAGE");
+        std::cout << fmt::format("{:<24} {:<10} {:<8} {:<6} {}\n", "ID", "STATUS", "NETWORK",
+                                 "DISK", "IMAGE");
         for (const auto& s : *r) {
-          std::cout << fmt::format("{:<24} {:<10} {:<8} {:<6} {}\n", s.id, s.status, s.network ? "yes" : "no",
-                                   s.disk.empty() ? "-" : s.disk, s.image);
+          std::cout << fmt::format("{:<24} {:<10} {:<8} {:<6} {}\n", s.id, s.status,
+                                   s.network ? "yes" : "no", s.disk.empty() ? "-" : s.disk,
+                                   s.image);
         }
         return kExitOk;
       });
@@ -400,7 +435,8 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
 }
 
 void add_volume_commands(CLI::App& app, ExitCode& exit) {
-  auto* vol = app.add_subcommand("volume", "List and remove sandbox volumes (where state and files live)");
+  auto* vol =
+      app.add_subcommand("volume", "List and remove sandbox volumes (where state and files live)");
   vol->require_subcommand(1);
   {
     auto* cmd = vol->add_subcommand("ls", "List volumes codeact created");
@@ -426,14 +462,16 @@ void add_volume_commands(CLI::App& app, ExitCode& exit) {
         std::cout << fmt::format("{:<32} {:<24} {}\n", "VOLUME", "SANDBOX", "DRIVER");
         for (const auto& v : *r) {
           auto it = v.labels.find(std::string(sandbox::kSandboxIdLabel));
-          std::cout << fmt::format("{:<32} {:<24} {}\n", v.name, it == v.labels.end() ? "" : it->second, v.driver);
+          std::cout << fmt::format("{:<32} {:<24} {}\n", v.name,
+                                   it == v.labels.end() ? "" : it->second, v.driver);
         }
         return kExitOk;
       });
     });
   }
   {
-    auto* cmd = vol->add_subcommand("rm", "Delete a sandbox's volume (its container must be removed first)");
+    auto* cmd = vol->add_subcommand(
+        "rm", "Delete a sandbox's volume (its container must be removed first)");
     auto id = std::make_shared<std::string>();
     cmd->add_option("ID", *id, "Sandbox id")->required();
     cmd->callback([=, &exit] {

@@ -54,7 +54,8 @@ Json to_json(const YAML::Node& node) {
       }
       char* end = nullptr;
       double d = std::strtod(s.c_str(), &end);
-      if (!s.empty() && end == s.c_str() + s.size() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '.'))
+      if (!s.empty() && end == s.c_str() + s.size() &&
+          (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '.'))
         return d;
       return s;
     }
@@ -70,7 +71,8 @@ Result<Json> interpolate(const Json& value, const EnvLookup& env, const std::str
   if (value.is_object()) {
     Json out = Json::object();
     for (auto it = value.begin(); it != value.end(); ++it) {
-      CODEACT_TRY(auto v, interpolate(it.value(), env, path.empty() ? it.key() : path + "." + it.key()));
+      CODEACT_TRY(auto v,
+                  interpolate(it.value(), env, path.empty() ? it.key() : path + "." + it.key()));
       out[it.key()] = std::move(v);
     }
     return out;
@@ -104,8 +106,8 @@ Result<Json> parse_yaml(const std::string& text, const std::string& what) {
     YAML::Node root = YAML::Load(text);
     return to_json(root);
   } catch (const YAML::Exception& e) {
-    return invalid_argument(fmt::format("{} is not valid YAML (line {}, column {}): {}", what, e.mark.line + 1,
-                                        e.mark.column + 1, e.msg));
+    return invalid_argument(fmt::format("{} is not valid YAML (line {}, column {}): {}", what,
+                                        e.mark.line + 1, e.mark.column + 1, e.msg));
   }
 }
 
@@ -117,7 +119,8 @@ Result<Json> load_yaml_file(const std::string& path) {
   return parse_yaml(ss.str(), path);
 }
 
-Result<std::string> interpolate_string(const std::string& text, const EnvLookup& env, const std::string& where) {
+Result<std::string> interpolate_string(const std::string& text, const EnvLookup& env,
+                                       const std::string& where) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
@@ -137,7 +140,8 @@ Result<std::string> interpolate_string(const std::string& text, const EnvLookup&
     }
     size_t close = text.find('}', i + 2);
     if (close == std::string::npos) {
-      return invalid_argument(fmt::format("unterminated ${{...}} in {}{}", where.empty() ? "value" : where,
+      return invalid_argument(fmt::format("unterminated ${{...}} in {}{}",
+                                          where.empty() ? "value" : where,
                                           where.empty() ? "" : " (config key)"));
     }
     std::string expr = text.substr(i + 2, close - i - 2);
@@ -153,16 +157,19 @@ Result<std::string> interpolate_string(const std::string& text, const EnvLookup&
     } else if (fallback) {
       out += *fallback;
     } else {
-      return invalid_argument(fmt::format("environment variable {} is not set (used by {}); set it or write "
-                                          "${{{}:-default}}",
-                                          name, where.empty() ? "a config value" : where, name));
+      return invalid_argument(
+          fmt::format("environment variable {} is not set (used by {}); set it or write "
+                      "${{{}:-default}}",
+                      name, where.empty() ? "a config value" : where, name));
     }
     i = close;
   }
   return out;
 }
 
-Result<Json> interpolate_env(const Json& value, const EnvLookup& env) { return interpolate(value, env, ""); }
+Result<Json> interpolate_env(const Json& value, const EnvLookup& env) {
+  return interpolate(value, env, "");
+}
 
 Result<std::string> find_config_file(const std::string& file_name, const std::string& env_var,
                                      const std::string& explicit_path) {
@@ -177,7 +184,8 @@ Result<std::string> find_config_file(const std::string& file_name, const std::st
   }
   tried.push_back("$" + env_var + " (unset)");
   std::vector<std::string> candidates = {"./" + file_name};
-  if (auto home = getenv_string("HOME")) candidates.push_back(*home + "/.config/codeact/" + file_name);
+  if (auto home = getenv_string("HOME"))
+    candidates.push_back(*home + "/.config/codeact/" + file_name);
   candidates.push_back("/etc/codeact/" + file_name);
   for (const auto& c : candidates) {
     if (file_exists(c)) return c;

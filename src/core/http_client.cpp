@@ -81,16 +81,17 @@ struct ThreadHandle {
 };
 
 std::string target_of(const HttpRequest& r) {
-  return r.unix_socket.empty() ? r.url : fmt::format("{} (via unix socket {})", r.url, r.unix_socket);
+  return r.unix_socket.empty() ? r.url
+                               : fmt::format("{} (via unix socket {})", r.url, r.unix_socket);
 }
 
 }  // namespace
 
 std::string HttpResponse::header(std::string_view name) const {
   for (const auto& [k, v] : headers) {
-    if (k.size() == name.size() &&
-        std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    if (k.size() == name.size() && std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) ==
+                 std::tolower(static_cast<unsigned char>(b));
         })) {
       return v;
     }
@@ -124,7 +125,8 @@ Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
   curl_easy_setopt(h, CURLOPT_XFERINFODATA, &st);
   curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(request.connect_timeout.count()));
   if (request.timeout.count() > 0) {
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
   }
@@ -136,9 +138,8 @@ Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
   // Expect: 100-continue adds a round trip for large bodies; nothing we talk to needs it.
   headers = curl_slist_append(headers, "Expect:");
 
-  const bool has_body = request.body_source || !request.body.empty() ||
-                        request.method == "POST" || request.method == "PUT" ||
-                        request.method == "PATCH";
+  const bool has_body = request.body_source || !request.body.empty() || request.method == "POST" ||
+                        request.method == "PUT" || request.method == "PATCH";
   if (request.method == "GET") {
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
   } else if (request.method == "HEAD") {
@@ -166,19 +167,22 @@ Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
   curl_slist_free_all(headers);
 
   if (rc != CURLE_OK) {
-    if (st.aborted_by_callback) return cancelled(fmt::format("request to {} was aborted by its reader", target_of(request)));
+    if (st.aborted_by_callback)
+      return cancelled(fmt::format("request to {} was aborted by its reader", target_of(request)));
     switch (rc) {
       case CURLE_ABORTED_BY_CALLBACK:
         return cancelled(fmt::format("request to {} was cancelled", target_of(request)));
       case CURLE_OPERATION_TIMEDOUT:
-        return deadline_exceeded(fmt::format("request to {} timed out after {} ms", target_of(request),
-                                             request.timeout.count()));
+        return deadline_exceeded(fmt::format("request to {} timed out after {} ms",
+                                             target_of(request), request.timeout.count()));
       case CURLE_COULDNT_CONNECT:
       case CURLE_COULDNT_RESOLVE_HOST:
       case CURLE_COULDNT_RESOLVE_PROXY:
-        return unavailable(fmt::format("could not connect to {}: {}", target_of(request), curl_easy_strerror(rc)));
+        return unavailable(
+            fmt::format("could not connect to {}: {}", target_of(request), curl_easy_strerror(rc)));
       default:
-        return unavailable(fmt::format("request to {} failed: {}", target_of(request), curl_easy_strerror(rc)));
+        return unavailable(
+            fmt::format("request to {} failed: {}", target_of(request), curl_easy_strerror(rc)));
     }
   }
   long status = 0;

@@ -8,7 +8,8 @@ Result<Json> parse_json(std::string_view text, std::string_view what) {
   try {
     return Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {
-    return invalid_argument(fmt::format("{} is not valid JSON (byte {}): {}", what, e.byte, e.what()));
+    return invalid_argument(
+        fmt::format("{} is not valid JSON (byte {}): {}", what, e.byte, e.what()));
   }
 }
 

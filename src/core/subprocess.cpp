@@ -43,9 +43,11 @@ std::optional<std::string> find_program(const std::string& name) {
     auto colon = rest.find(':');
     std::string dir(rest.substr(0, colon));
     rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-    std::string candidate = fmt::format("{}/{}", dir.empty() ? std::string_view(".") : std::string_view(dir), name);
+    std::string candidate =
+        fmt::format("{}/{}", dir.empty() ? std::string_view(".") : std::string_view(dir), name);
     struct stat st;
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
   }
@@ -79,16 +81,21 @@ Result<Subprocess> Subprocess::spawn(const ProcessOptions& options) {
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 
-  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, exec_pipe[2] = {-1, -1};
+  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1},
+      exec_pipe[2] = {-1, -1};
   auto make_pipe = [](int p[2]) { return ::pipe2(p, O_CLOEXEC) == 0; };
-  if ((options.pipe_stdin && !make_pipe(in_pipe)) || (options.pipe_stdout && !make_pipe(out_pipe)) ||
-      (options.pipe_stderr && !options.stderr_to_stdout && !make_pipe(err_pipe)) || !make_pipe(exec_pipe)) {
-    return internal_error(fmt::format("cannot create pipes for \"{}\": {}", options.argv[0], std::strerror(errno)));
+  if ((options.pipe_stdin && !make_pipe(in_pipe)) ||
+      (options.pipe_stdout && !make_pipe(out_pipe)) ||
+      (options.pipe_stderr && !options.stderr_to_stdout && !make_pipe(err_pipe)) ||
+      !make_pipe(exec_pipe)) {
+    return internal_error(
+        fmt::format("cannot create pipes for \"{}\": {}", options.argv[0], std::strerror(errno)));
   }
 
   pid_t pid = ::fork();
   if (pid < 0) {
-    return resource_exhausted(fmt::format("cannot fork to start \"{}\": {}", options.argv[0], std::strerror(errno)));
+    return resource_exhausted(
+        fmt::format("cannot fork to start \"{}\": {}", options.argv[0], std::strerror(errno)));
   }
   if (pid == 0) {
     if (options.new_process_group) ::setpgid(0, 0);
@@ -137,8 +144,12 @@ Result<Subprocess> Subprocess::spawn(const ProcessOptions& options) {
 }
 
 Subprocess::Subprocess(Subprocess&& o) noexcept
-    : pid_(o.pid_), stdin_fd_(o.stdin_fd_), stdout_fd_(o.stdout_fd_), stderr_fd_(o.stderr_fd_),
-      own_group_(o.own_group_), exit_code_(o.exit_code_) {
+    : pid_(o.pid_),
+      stdin_fd_(o.stdin_fd_),
+      stdout_fd_(o.stdout_fd_),
+      stderr_fd_(o.stderr_fd_),
+      own_group_(o.own_group_),
+      exit_code_(o.exit_code_) {
   o.pid_ = -1;
   o.stdin_fd_ = o.stdout_fd_ = o.stderr_fd_ = -1;
 }
@@ -171,7 +182,8 @@ Status Subprocess::write_stdin(std::string_view data) {
     ssize_t n = ::write(stdin_fd_, data.data(), data.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return unavailable(fmt::format("writing to process {} failed: {}", pid_, std::strerror(errno)));
+      return unavailable(
+          fmt::format("writing to process {} failed: {}", pid_, std::strerror(errno)));
     }
     data.remove_prefix(static_cast<size_t>(n));
   }
@@ -195,7 +207,8 @@ Result<int> Subprocess::wait(std::optional<std::chrono::milliseconds> timeout) {
   if (!timeout) {
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0) {
-      if (errno != EINTR) return internal_error(fmt::format("waitpid({}) failed: {}", pid_, std::strerror(errno)));
+      if (errno != EINTR)
+        return internal_error(fmt::format("waitpid({}) failed: {}", pid_, std::strerror(errno)));
     }
     exit_code_ = decode_status(status);
     return *exit_code_;
@@ -205,7 +218,8 @@ Result<int> Subprocess::wait(std::optional<std::chrono::milliseconds> timeout) {
   while (true) {
     if (auto c = poll()) return *c;
     if (std::chrono::steady_clock::now() >= deadline) {
-      return deadline_exceeded(fmt::format("process {} still running after {} ms", pid_, timeout->count()));
+      return deadline_exceeded(
+          fmt::format("process {} still running after {} ms", pid_, timeout->count()));
     }
     std::this_thread::sleep_for(sleep);
     sleep = std::min(sleep * 2, std::chrono::microseconds(20000));
@@ -222,8 +236,9 @@ void Subprocess::kill(int signal) {
 }
 
 Result<ProcessResult> run_process(std::vector<std::string> argv,
-                                  std::optional<std::chrono::milliseconds> timeout, std::string input,
-                                  ProcessOptions options, const CancelToken* cancel) {
+                                  std::optional<std::chrono::milliseconds> timeout,
+                                  std::string input, ProcessOptions options,
+                                  const CancelToken* cancel) {
   options.argv = std::move(argv);
   options.pipe_stdin = !input.empty();
   options.pipe_stdout = true;
@@ -254,9 +269,13 @@ Result<ProcessResult> run_process(std::vector<std::string> argv,
       char buf[65536];
       ssize_t n = ::read(p.fd, buf, sizeof buf);
       if (n > 0) {
-        (p.fd == proc.stdout_fd() ? result.stdout_text : result.stderr_text).append(buf, static_cast<size_t>(n));
+        (p.fd == proc.stdout_fd() ? result.stdout_text : result.stderr_text)
+            .append(buf, static_cast<size_t>(n));
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-        if (p.fd == proc.stdout_fd()) out_open = false; else err_open = false;
+        if (p.fd == proc.stdout_fd())
+          out_open = false;
+        else
+          err_open = false;
       }
     }
     bool timed_out = timeout && std::chrono::steady_clock::now() - start > *timeout;
@@ -270,16 +289,18 @@ Result<ProcessResult> run_process(std::vector<std::string> argv,
       return cancelled(fmt::format("\"{}\" was cancelled", options.argv[0]));
     }
   }
-  auto remaining = timeout ? std::optional(std::max(std::chrono::milliseconds(1),
-                                                    *timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                   std::chrono::steady_clock::now() - start)))
-                           : std::nullopt;
+  auto remaining =
+      timeout
+          ? std::optional(std::max(std::chrono::milliseconds(1),
+                                   *timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  std::chrono::steady_clock::now() - start)))
+          : std::nullopt;
   auto code = proc.wait(remaining);
   if (!code.ok()) {
     proc.kill(SIGKILL);
     (void)proc.wait();
-    return deadline_exceeded(fmt::format("\"{}\" did not finish within {} ms and was killed", options.argv[0],
-                                         timeout ? timeout->count() : 0));
+    return deadline_exceeded(fmt::format("\"{}\" did not finish within {} ms and was killed",
+                                         options.argv[0], timeout ? timeout->count() : 0));
   }
   result.exit_code = *code;
   return result;

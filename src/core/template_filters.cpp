@@ -15,8 +15,8 @@ bool is_string_filter(const std::string& n) {
          n == "title" || n == "replace" || n == "indent" || n == "join";
 }
 bool is_sequence_filter(const std::string& n) {
-  return n == "items" || n == "list" || n == "sort" || n == "map" || n == "reverse" ||
-         n == "sum" || n == "unique";
+  return n == "items" || n == "list" || n == "sort" || n == "map" || n == "reverse" || n == "sum" ||
+         n == "unique";
 }
 
 std::string upper(std::string s) {
@@ -39,7 +39,8 @@ std::string strip(const std::string& s, const std::string& chars, bool left, boo
 }
 const std::string kWhitespace = " \t\n\r\f\v";
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to, int64_t count) {
+std::string replace_all(std::string s, const std::string& from, const std::string& to,
+                        int64_t count) {
   if (from.empty()) return s;
   size_t pos = 0;
   int64_t done = 0;
@@ -76,7 +77,8 @@ bool json_less(const Json& a, const Json& b) {
   return a < b;
 }
 
-Result<int64_t> int_arg(const Value* v, int64_t fallback, const std::string& what, const CallSite& site) {
+Result<int64_t> int_arg(const Value* v, int64_t fallback, const std::string& what,
+                        const CallSite& site) {
   if (v == nullptr || v->undefined || v->json.is_null()) return fallback;
   if (v->json.is_number_integer() || v->json.is_number_unsigned()) return v->json.get<int64_t>();
   if (v->json.is_boolean()) return v->json.get<bool>() ? 1 : 0;
@@ -102,22 +104,27 @@ std::string indent_text(const std::string& s, const std::string& pad, bool first
 
 }  // namespace
 
-Result<Value> apply_filter(const std::string& name, Value input, const Args& args, const CallSite& site) {
+Result<Value> apply_filter(const std::string& name, Value input, const Args& args,
+                           const CallSite& site) {
   if (name == "default" || name == "d") {
     const Value* fallback = args.get(0, "default_value");
     const Value* boolean = args.get(1, "boolean");
-    bool use_fallback = input.undefined || (boolean && !boolean->undefined && truthy(boolean->json) &&
-                                            !truthy(input.json));
+    bool use_fallback = input.undefined || (boolean && !boolean->undefined &&
+                                            truthy(boolean->json) && !truthy(input.json));
     if (use_fallback) return fallback ? *fallback : Value{Json(""), false, ""};
     return input;
   }
   if (input.undefined) {
     if (site.strict) return site.error(input.hint + " (filter '" + name + "')");
     if (name == "length" || name == "count") return Value{Json(0)};
-    if (is_string_filter(name)) input.json = "";
-    else if (is_sequence_filter(name)) input.json = Json::array();
-    else if (name == "first" || name == "last") return input;
-    else input.json = nullptr;
+    if (is_string_filter(name))
+      input.json = "";
+    else if (is_sequence_filter(name))
+      input.json = Json::array();
+    else if (name == "first" || name == "last")
+      return input;
+    else
+      input.json = nullptr;
     input.undefined = false;
   }
   const Json& v = input.json;
@@ -148,7 +155,9 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
   if (name == "lower") return Value{Json(lower(python_str(v)))};
   if (name == "trim") {
     const Value* chars = args.get(0, "chars");
-    return Value{Json(strip(python_str(v), chars && !chars->json.is_null() ? str_of(*chars) : kWhitespace, true, true))};
+    return Value{
+        Json(strip(python_str(v), chars && !chars->json.is_null() ? str_of(*chars) : kWhitespace,
+                   true, true))};
   }
   if (name == "string") return Value{Json(python_str(v))};
   if (name == "capitalize") {
@@ -248,7 +257,8 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
       for (const auto& item : items) out.push_back(attribute_of(item, str_of(*attr)));
       return Value{out};
     }
-    if (args.positional.empty()) return site.error("filter 'map' needs a filter name or attribute=");
+    if (args.positional.empty())
+      return site.error("filter 'map' needs a filter name or attribute=");
     std::string filter = str_of(args.positional[0]);
     Args rest;
     rest.positional.assign(args.positional.begin() + 1, args.positional.end());
@@ -263,9 +273,12 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
     CODEACT_TRY(auto items, iterate(v, site));
     Json total = 0;
     for (const auto& item : items) {
-      if (!item.is_number()) return site.error("filter 'sum' needs numbers, got " + type_name(item));
-      if (total.is_number_integer() && item.is_number_integer()) total = total.get<int64_t>() + item.get<int64_t>();
-      else total = total.get<double>() + item.get<double>();
+      if (!item.is_number())
+        return site.error("filter 'sum' needs numbers, got " + type_name(item));
+      if (total.is_number_integer() && item.is_number_integer())
+        total = total.get<int64_t>() + item.get<int64_t>();
+      else
+        total = total.get<double>() + item.get<double>();
     }
     return Value{total};
   }
@@ -280,7 +293,8 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
     const Value* fallback = args.get(0, "default");
     Json d = fallback ? fallback->json : Json(0);
     if (v.is_number_float()) return Value{Json(static_cast<int64_t>(v.get<double>()))};
-    if (v.is_number() || v.is_boolean()) return Value{Json(v.is_boolean() ? (v.get<bool>() ? 1 : 0) : v.get<int64_t>())};
+    if (v.is_number() || v.is_boolean())
+      return Value{Json(v.is_boolean() ? (v.get<bool>() ? 1 : 0) : v.get<int64_t>())};
     if (v.is_string()) {
       try {
         size_t used = 0;
@@ -325,7 +339,8 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
   return site.error("unknown filter '" + name + "'");
 }
 
-Result<bool> apply_test(const std::string& name, const Value& input, const Args& args, const CallSite& site) {
+Result<bool> apply_test(const std::string& name, const Value& input, const Args& args,
+                        const CallSite& site) {
   if (name == "defined") return !input.undefined;
   if (name == "undefined") return input.undefined;
   if (input.undefined) {
@@ -382,7 +397,8 @@ Result<bool> apply_test(const std::string& name, const Value& input, const Args&
   if (name == "in") {
     CODEACT_TRY_STATUS(need_arg());
     const Json& c = arg->json;
-    if (c.is_string()) return v.is_string() && c.get<std::string>().find(v.get<std::string>()) != std::string::npos;
+    if (c.is_string())
+      return v.is_string() && c.get<std::string>().find(v.get<std::string>()) != std::string::npos;
     if (c.is_array()) return std::find(c.begin(), c.end(), v) != c.end();
     if (c.is_object()) return v.is_string() && c.contains(v.get<std::string>());
     return false;
@@ -390,7 +406,8 @@ Result<bool> apply_test(const std::string& name, const Value& input, const Args&
   return site.error("unknown test '" + name + "'");
 }
 
-Result<Value> call_method(const Value& self, const std::string& name, const Args& args, const CallSite& site) {
+Result<Value> call_method(const Value& self, const std::string& name, const Args& args,
+                          const CallSite& site) {
   if (self.undefined) {
     if (site.strict) return site.error(self.hint + " (method '" + name + "')");
     return Value::undef(self.hint);

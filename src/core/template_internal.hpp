@@ -65,9 +65,9 @@ struct Expr {
     kBinary,   // args[0] name args[1]; name is the operator ("+", "==", "in", "not in", "~", ...)
     kAnd,
     kOr,
-    kCond,     // args[0] if args[1] else args[2] (args[2] may be absent)
-    kList,     // [args...]
-    kDict,     // {args[0]: args[1], args[2]: args[3], ...}
+    kCond,  // args[0] if args[1] else args[2] (args[2] may be absent)
+    kList,  // [args...]
+    kDict,  // {args[0]: args[1], args[2]: args[3], ...}
   };
   Kind kind;
   Position pos;
@@ -89,10 +89,10 @@ struct Node {
   ExprPtr expr;      // kOutput value, kFor iterable, kSet value (null for a block set)
   // kIf: one (condition, body) per if/elif; else_body for else.
   std::vector<std::pair<ExprPtr, Body>> branches;
-  Body body;       // kFor body, kSet block body
-  Body else_body;  // kIf else, kFor else (runs when nothing was iterated)
+  Body body;                         // kFor body, kSet block body
+  Body else_body;                    // kIf else, kFor else (runs when nothing was iterated)
   std::vector<std::string> targets;  // kFor loop variables, kSet names
-  ExprPtr filter;  // kFor `if` condition
+  ExprPtr filter;                    // kFor `if` condition
 };
 
 struct Program {
@@ -132,7 +132,9 @@ struct CallSite {
   bool strict;
   Position pos;
 
-  Error error(const std::string& message) const { return template_error(template_name, pos, message); }
+  Error error(const std::string& message) const {
+    return template_error(template_name, pos, message);
+  }
 };
 
 struct Args {
@@ -153,9 +155,11 @@ std::string python_json_dumps(const Json& value, int indent, bool html_safe);
 // Splits a UTF-8 string into code points (each as its UTF-8 bytes).
 std::vector<std::string> utf8_chars(const std::string& s);
 
-Result<Value> apply_filter(const std::string& name, Value input, const Args& args, const CallSite& site);
-Result<bool> apply_test(const std::string& name, const Value& input, const Args& args, const CallSite& site);
-Result<Value> call_method(const Value& self, const std::string& name, const Args& args, const CallSite& site);
-
+Result<Value> apply_filter(const std::string& name, Value input, const Args& args,
+                           const CallSite& site);
+Result<bool> apply_test(const std::string& name, const Value& input, const Args& args,
+                        const CallSite& site);
+Result<Value> call_method(const Value& self, const std::string& name, const Args& args,
+                          const CallSite& site);
 
 }  // namespace codeact::core::template_internal

@@ -14,7 +14,9 @@ Error template_error(const std::string& name, Position pos, const std::string& m
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -69,7 +71,8 @@ class Lexer {
           if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
         }
       }
-      if (!text.empty()) tokens_.push_back({TokenKind::kText, std::string(text), pos_at(text_offset)});
+      if (!text.empty())
+        tokens_.push_back({TokenKind::kText, std::string(text), pos_at(text_offset)});
       if (j == std::string_view::npos) break;
 
       size_t body = j + 2 + ((modifier == '-' || modifier == '+') ? 1 : 0);
@@ -133,17 +136,20 @@ class Lexer {
     while (true) {
       while (i < src_.size() && is_space(src_[i])) ++i;
       if (i >= src_.size()) {
-        return template_error(name_, pos_at(open),
-                              std::string("unclosed tag, expected '") + (variable ? "}}" : "%}") + "'");
+        return template_error(
+            name_, pos_at(open),
+            std::string("unclosed tag, expected '") + (variable ? "}}" : "%}") + "'");
       }
       char c = src_[i];
       if (depth == 0) {
         if (c == '-' && i + 2 < src_.size() && src_[i + 1] == close_char && src_[i + 2] == '}') {
-          tokens_.push_back({variable ? TokenKind::kVariableEnd : TokenKind::kBlockEnd, "", pos_at(i)});
+          tokens_.push_back(
+              {variable ? TokenKind::kVariableEnd : TokenKind::kBlockEnd, "", pos_at(i)});
           return std::make_pair(i + 3, true);
         }
         if (c == close_char && i + 1 < src_.size() && src_[i + 1] == '}') {
-          tokens_.push_back({variable ? TokenKind::kVariableEnd : TokenKind::kBlockEnd, "", pos_at(i)});
+          tokens_.push_back(
+              {variable ? TokenKind::kVariableEnd : TokenKind::kBlockEnd, "", pos_at(i)});
           return std::make_pair(i + 2, false);
         }
       }
@@ -188,14 +194,31 @@ class Lexer {
           if (d == '\\' && k + 1 < src_.size()) {
             char e = src_[k + 1];
             switch (e) {
-              case 'n': value += '\n'; break;
-              case 't': value += '\t'; break;
-              case 'r': value += '\r'; break;
-              case '\\': value += '\\'; break;
-              case '\'': value += '\''; break;
-              case '"': value += '"'; break;
-              case '0': value += '\0'; break;
-              default: value += '\\'; value += e; break;
+              case 'n':
+                value += '\n';
+                break;
+              case 't':
+                value += '\t';
+                break;
+              case 'r':
+                value += '\r';
+                break;
+              case '\\':
+                value += '\\';
+                break;
+              case '\'':
+                value += '\'';
+                break;
+              case '"':
+                value += '"';
+                break;
+              case '0':
+                value += '\0';
+                break;
+              default:
+                value += '\\';
+                value += e;
+                break;
             }
             k += 2;
             continue;

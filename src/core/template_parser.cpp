@@ -10,7 +10,8 @@ namespace {
 
 class Parser {
  public:
-  Parser(std::vector<Token> tokens, std::string name) : tokens_(std::move(tokens)), name_(std::move(name)) {}
+  Parser(std::vector<Token> tokens, std::string name)
+      : tokens_(std::move(tokens)), name_(std::move(name)) {}
 
   Result<Body> parse_template() {
     Body body;
@@ -37,17 +38,27 @@ class Parser {
   }
   static std::string describe(const Token& t) {
     switch (t.kind) {
-      case TokenKind::kText: return "text";
-      case TokenKind::kVariableBegin: return "'{{'";
-      case TokenKind::kVariableEnd: return "end of tag '}}'";
-      case TokenKind::kBlockBegin: return "'{%'";
-      case TokenKind::kBlockEnd: return "end of tag '%}'";
-      case TokenKind::kName: return "'" + t.value + "'";
-      case TokenKind::kString: return "string literal";
+      case TokenKind::kText:
+        return "text";
+      case TokenKind::kVariableBegin:
+        return "'{{'";
+      case TokenKind::kVariableEnd:
+        return "end of tag '}}'";
+      case TokenKind::kBlockBegin:
+        return "'{%'";
+      case TokenKind::kBlockEnd:
+        return "end of tag '%}'";
+      case TokenKind::kName:
+        return "'" + t.value + "'";
+      case TokenKind::kString:
+        return "string literal";
       case TokenKind::kInteger:
-      case TokenKind::kFloat: return "number " + t.value;
-      case TokenKind::kOperator: return "'" + t.value + "'";
-      case TokenKind::kEnd: return "end of template";
+      case TokenKind::kFloat:
+        return "number " + t.value;
+      case TokenKind::kOperator:
+        return "'" + t.value + "'";
+      case TokenKind::kEnd:
+        return "end of template";
     }
     return "token";
   }
@@ -78,9 +89,10 @@ class Parser {
         if (!stop.empty()) {
           std::string list;
           for (const auto& s : stop) list += (list.empty() ? "'" : " or '") + s + "'";
-          return template_error(name_, t.pos, "unexpected end of template, expected " + list +
-                                                  " to close the block opened at line " +
-                                                  std::to_string(open_line_) );
+          return template_error(name_, t.pos,
+                                "unexpected end of template, expected " + list +
+                                    " to close the block opened at line " +
+                                    std::to_string(open_line_));
         }
         return ok_status();
       }
@@ -327,7 +339,8 @@ class Parser {
 
   Result<ExprPtr> parse_binary_level(int level) {
     // level 0: + -   level 1: ~   level 2: * / // %
-    static const std::vector<std::vector<std::string>> kOps = {{"+", "-"}, {"~"}, {"*", "/", "//", "%"}};
+    static const std::vector<std::vector<std::string>> kOps = {
+        {"+", "-"}, {"~"}, {"*", "/", "//", "%"}};
     auto operand = [&]() -> Result<ExprPtr> {
       if (level == 2) return parse_unary();
       return parse_binary_level(level + 1);

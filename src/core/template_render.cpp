@@ -137,9 +137,15 @@ class Renderer {
     for (size_t i = 0; i < n; ++i) {
       scopes_.emplace_back();
       Json loop = {
-          {"index", i + 1},      {"index0", i},          {"revindex", n - i}, {"revindex0", n - i - 1},
-          {"first", i == 0},     {"last", i + 1 == n},   {"length", n},
-          {"previtem", i > 0 ? items[i - 1] : Json()},   {"nextitem", i + 1 < n ? items[i + 1] : Json()},
+          {"index", i + 1},
+          {"index0", i},
+          {"revindex", n - i},
+          {"revindex0", n - i - 1},
+          {"first", i == 0},
+          {"last", i + 1 == n},
+          {"length", n},
+          {"previtem", i > 0 ? items[i - 1] : Json()},
+          {"nextitem", i + 1 < n ? items[i + 1] : Json()},
       };
       scopes_.back()["loop"] = Value{std::move(loop)};
       Status st = assign(node.targets, Value{items[i]}, node.pos);
@@ -180,7 +186,8 @@ class Renderer {
     if (j.is_object() && key.is_string()) {
       auto found = j.find(key.get<std::string>());
       if (found != j.end()) return Value{*found};
-    } else if ((j.is_array() || j.is_string()) && (key.is_number_integer() || key.is_number_unsigned())) {
+    } else if ((j.is_array() || j.is_string()) &&
+               (key.is_number_integer() || key.is_number_unsigned())) {
       int64_t i = key.get<int64_t>();
       if (j.is_array()) {
         int64_t size = static_cast<int64_t>(j.size());
@@ -227,7 +234,8 @@ class Renderer {
           CODEACT_TRY(auto self, eval(*callee.args[0]));
           return call_method(self, callee.name, args, site(callee.pos));
         }
-        if (callee.kind == Expr::Kind::kName && callee.name == "range" && lookup("range").undefined) {
+        if (callee.kind == Expr::Kind::kName && callee.name == "range" &&
+            lookup("range").undefined) {
           return range(args, e.pos);
         }
         return error(e.pos, "only methods (x.items(), s.strip(), ...) and range() can be called");
@@ -246,7 +254,8 @@ class Renderer {
       case Expr::Kind::kNeg: {
         CODEACT_TRY(auto v, eval(*e.args[0]));
         if (v.undefined || !v.json.is_number()) {
-          return error(e.pos, "bad operand for unary -: " + (v.undefined ? v.hint : type_name(v.json)));
+          return error(e.pos,
+                       "bad operand for unary -: " + (v.undefined ? v.hint : type_name(v.json)));
         }
         if (v.json.is_number_float()) return Value{Json(-v.json.get<double>())};
         return Value{Json(-v.json.get<int64_t>())};
@@ -386,7 +395,8 @@ class Renderer {
       return Value{Json(res)};
     }
     if (op == "+") {
-      if (l.is_string() && r.is_string()) return Value{Json(l.get<std::string>() + r.get<std::string>())};
+      if (l.is_string() && r.is_string())
+        return Value{Json(l.get<std::string>() + r.get<std::string>())};
       if (l.is_array() && r.is_array()) {
         Json out = l;
         for (const auto& x : r) out.push_back(x);
@@ -433,15 +443,18 @@ class Renderer {
 }  // namespace
 }  // namespace template_internal
 
-Result<Template> Template::parse(std::string_view source, std::string name, TemplateOptions options) {
+Result<Template> Template::parse(std::string_view source, std::string name,
+                                 TemplateOptions options) {
   CODEACT_TRY(auto tokens, template_internal::tokenize(source, name, options));
-  CODEACT_TRY(auto program, template_internal::parse_tokens(std::move(tokens), std::move(name), options));
+  CODEACT_TRY(auto program,
+              template_internal::parse_tokens(std::move(tokens), std::move(name), options));
   return Template(std::move(program));
 }
 
 Result<std::string> Template::render(const Json& context) const {
   if (!context.is_null() && !context.is_object()) {
-    return invalid_argument("template \"" + program_->name + "\": the context must be a JSON object, got " +
+    return invalid_argument("template \"" + program_->name +
+                            "\": the context must be a JSON object, got " +
                             std::string(context.type_name()));
   }
   std::string out;

@@ -52,10 +52,18 @@ std::string python_string_repr(const std::string& s) {
   std::string out(1, quote);
   for (unsigned char c : s) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c == static_cast<unsigned char>(quote)) {
           out += '\\';
@@ -101,14 +109,29 @@ void json_string(std::string& out, const std::string& s, bool html_safe) {
   while (i < s.size()) {
     uint32_t cp = decode_utf8(s, i);
     switch (cp) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
     }
     bool escape = cp < 0x20 || cp > 0x7e ||
                   (html_safe && (cp == '<' || cp == '>' || cp == '&' || cp == '\''));
@@ -132,18 +155,31 @@ void json_dump(std::string& out, const Json& v, int indent, int depth, bool html
     out += std::string(static_cast<size_t>(indent * d), ' ');
   };
   switch (v.type()) {
-    case Json::value_t::null: out += "null"; return;
-    case Json::value_t::boolean: out += v.get<bool>() ? "true" : "false"; return;
-    case Json::value_t::number_integer: out += std::to_string(v.get<int64_t>()); return;
-    case Json::value_t::number_unsigned: out += std::to_string(v.get<uint64_t>()); return;
+    case Json::value_t::null:
+      out += "null";
+      return;
+    case Json::value_t::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      return;
+    case Json::value_t::number_integer:
+      out += std::to_string(v.get<int64_t>());
+      return;
+    case Json::value_t::number_unsigned:
+      out += std::to_string(v.get<uint64_t>());
+      return;
     case Json::value_t::number_float: {
       double d = v.get<double>();
-      if (std::isnan(d)) out += "NaN";
-      else if (std::isinf(d)) out += d < 0 ? "-Infinity" : "Infinity";
-      else out += python_float(d);
+      if (std::isnan(d))
+        out += "NaN";
+      else if (std::isinf(d))
+        out += d < 0 ? "-Infinity" : "Infinity";
+      else
+        out += python_float(d);
       return;
     }
-    case Json::value_t::string: json_string(out, v.get_ref<const std::string&>(), html_safe); return;
+    case Json::value_t::string:
+      json_string(out, v.get_ref<const std::string&>(), html_safe);
+      return;
     case Json::value_t::array: {
       if (v.empty()) {
         out += "[]";
@@ -180,7 +216,9 @@ void json_dump(std::string& out, const Json& v, int indent, int depth, bool html
       out += '}';
       return;
     }
-    default: out += "null"; return;
+    default:
+      out += "null";
+      return;
   }
 }
 
@@ -188,12 +226,18 @@ void json_dump(std::string& out, const Json& v, int indent, int depth, bool html
 
 std::string python_repr(const Json& value) {
   switch (value.type()) {
-    case Json::value_t::null: return "None";
-    case Json::value_t::boolean: return value.get<bool>() ? "True" : "False";
-    case Json::value_t::number_integer: return std::to_string(value.get<int64_t>());
-    case Json::value_t::number_unsigned: return std::to_string(value.get<uint64_t>());
-    case Json::value_t::number_float: return python_float(value.get<double>());
-    case Json::value_t::string: return python_string_repr(value.get_ref<const std::string&>());
+    case Json::value_t::null:
+      return "None";
+    case Json::value_t::boolean:
+      return value.get<bool>() ? "True" : "False";
+    case Json::value_t::number_integer:
+      return std::to_string(value.get<int64_t>());
+    case Json::value_t::number_unsigned:
+      return std::to_string(value.get<uint64_t>());
+    case Json::value_t::number_float:
+      return python_float(value.get<double>());
+    case Json::value_t::string:
+      return python_string_repr(value.get_ref<const std::string&>());
     case Json::value_t::array: {
       std::string out = "[";
       bool first = true;
@@ -214,7 +258,8 @@ std::string python_repr(const Json& value) {
       }
       return out + "}";
     }
-    default: return "None";
+    default:
+      return "None";
   }
 }
 
@@ -235,29 +280,45 @@ const Value* Args::get(size_t index, std::string_view name) const {
 
 bool truthy(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::null: return false;
-    case Json::value_t::boolean: return v.get<bool>();
-    case Json::value_t::number_integer: return v.get<int64_t>() != 0;
-    case Json::value_t::number_unsigned: return v.get<uint64_t>() != 0;
-    case Json::value_t::number_float: return v.get<double>() != 0;
-    case Json::value_t::string: return !v.get_ref<const std::string&>().empty();
+    case Json::value_t::null:
+      return false;
+    case Json::value_t::boolean:
+      return v.get<bool>();
+    case Json::value_t::number_integer:
+      return v.get<int64_t>() != 0;
+    case Json::value_t::number_unsigned:
+      return v.get<uint64_t>() != 0;
+    case Json::value_t::number_float:
+      return v.get<double>() != 0;
+    case Json::value_t::string:
+      return !v.get_ref<const std::string&>().empty();
     case Json::value_t::array:
-    case Json::value_t::object: return !v.empty();
-    default: return false;
+    case Json::value_t::object:
+      return !v.empty();
+    default:
+      return false;
   }
 }
 
 std::string type_name(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::null: return "NoneType";
-    case Json::value_t::boolean: return "bool";
+    case Json::value_t::null:
+      return "NoneType";
+    case Json::value_t::boolean:
+      return "bool";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "int";
-    case Json::value_t::number_float: return "float";
-    case Json::value_t::string: return "str";
-    case Json::value_t::array: return "list";
-    case Json::value_t::object: return "dict";
-    default: return "object";
+    case Json::value_t::number_unsigned:
+      return "int";
+    case Json::value_t::number_float:
+      return "float";
+    case Json::value_t::string:
+      return "str";
+    case Json::value_t::array:
+      return "list";
+    case Json::value_t::object:
+      return "dict";
+    default:
+      return "object";
   }
 }
 

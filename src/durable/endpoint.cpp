@@ -21,7 +21,8 @@ using core::Result;
 constexpr int kDefaultPort = 7233;
 
 // True when a Temporal frontend answers at `address` (quickly: this is a probe).
-bool temporal_answers(const std::string& address, const std::string& ns, std::chrono::milliseconds wait) {
+bool temporal_answers(const std::string& address, const std::string& ns,
+                      std::chrono::milliseconds wait) {
   TemporalEndpoint e;
   e.address = address;
   e.ns = ns;
@@ -38,7 +39,8 @@ std::string read_file(const fs::path& p) {
 // Holds an exclusive lock on a file while alive.
 class FileLock {
  public:
-  explicit FileLock(const fs::path& path) : fd_(open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+  explicit FileLock(const fs::path& path)
+      : fd_(open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
     if (fd_ >= 0) flock(fd_, LOCK_EX);
   }
   ~FileLock() {
@@ -53,7 +55,8 @@ class FileLock {
 
 }  // namespace
 
-Result<temporal::Client> connect_temporal(const TemporalEndpoint& endpoint, std::chrono::milliseconds wait) {
+Result<temporal::Client> connect_temporal(const TemporalEndpoint& endpoint,
+                                          std::chrono::milliseconds wait) {
   temporal::ClientOptions co;
   co.address = endpoint.address;
   co.ns = endpoint.ns;
@@ -85,7 +88,8 @@ Result<TemporalEndpoint> resolve_temporal(const EndpointRequest& request,
   }
 
   e.embedded = true;
-  fs::path dir = fs::path(request.data_dir.empty() ? core::data_dir() : request.data_dir) / "temporal";
+  fs::path dir =
+      fs::path(request.data_dir.empty() ? core::data_dir() : request.data_dir) / "temporal";
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return core::internal_error("cannot create " + dir.string() + ": " + ec.message());
@@ -96,8 +100,8 @@ Result<TemporalEndpoint> resolve_temporal(const EndpointRequest& request,
   std::string known = read_file(dir / "address");
   if (!known.empty() && temporal_answers(known, e.ns, std::chrono::milliseconds(1500))) {
     e.address = known;
-    say(fmt::format("using the embedded Temporal dev server at {} (already running; data in {})", known,
-                    dir.string()));
+    say(fmt::format("using the embedded Temporal dev server at {} (already running; data in {})",
+                    known, dir.string()));
     return e;
   }
 

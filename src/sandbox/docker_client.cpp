@@ -1,11 +1,11 @@
 #include "codeact/sandbox/docker_client.hpp"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
-#include <fmt/format.h>
 
 #include "codeact/core/base64.hpp"
 #include "codeact/core/config.hpp"
@@ -104,14 +104,16 @@ Error docker_http_error(int status, const std::string& body, std::string_view wh
   std::string text = fmt::format("docker: {}: {}", what, message);
   // core's mapping, refined where Docker's statuses mean more.
   core::Code code = core::code_from_http_status(status);
-  if (status == 404 && (contains(message, "No such image") || contains(message, "pull access denied") ||
-                        contains(message, "repository does not exist"))) {
+  if (status == 404 &&
+      (contains(message, "No such image") || contains(message, "pull access denied") ||
+       contains(message, "repository does not exist"))) {
     return core::not_found(text + missing_image_hint(message));
   }
   if (status == 409) {
     // A conflict with the object's state ("is not running", "in use"), not a race worth retrying.
-    code = contains(message, "already in use") || contains(message, "already exists") ? core::Code::kAlreadyExists
-                                                                                        : core::Code::kFailedPrecondition;
+    code = contains(message, "already in use") || contains(message, "already exists")
+               ? core::Code::kAlreadyExists
+               : core::Code::kFailedPrecondition;
   }
   // The daemon failed the operation itself (a mount, a build step): retrying does not help.
   if (status == 500) code = core::Code::kInternal;
@@ -168,9 +170,9 @@ namespace {
 // One API call: method, path (without version prefix), body, and how to read the reply.
 struct Call {
   std::string method = "GET";
-  std::string path;          // "/containers/json?all=1"
+  std::string path;  // "/containers/json?all=1"
   bool versioned = true;
-  std::string what;          // "create container \"x\"" for messages
+  std::string what;  // "create container \"x\"" for messages
   std::string body;
   std::string content_type;  // default application/json when body set
   BodySource body_source;
@@ -186,7 +188,9 @@ struct Call {
 class DockerClient::Impl {
  public:
   Impl(std::string host_in, std::string socket_in, DockerClientOptions options_in)
-      : host(std::move(host_in)), socket_path(std::move(socket_in)), options(std::move(options_in)) {
+      : host(std::move(host_in)),
+        socket_path(std::move(socket_in)),
+        options(std::move(options_in)) {
     transport = options.transport ? options.transport : core::default_transport();
   }
 
@@ -233,9 +237,9 @@ Result<HttpResponse> DockerClient::Impl::send(HttpRequest request, std::string_v
         host, reason));
   }
   if (e.code() == core::Code::kDeadlineExceeded) {
-    return core::deadline_exceeded(fmt::format(
-        "docker: {}: no answer from the Docker engine at {} within {} ms", what, host,
-        request.timeout.count()));
+    return core::deadline_exceeded(
+        fmt::format("docker: {}: no answer from the Docker engine at {} within {} ms", what, host,
+                    request.timeout.count()));
   }
   if (e.code() == core::Code::kCancelled) {
     return core::cancelled(fmt::format("docker: {}: cancelled", what));
@@ -396,7 +400,8 @@ Result<ImageInfo> DockerClient::inspect_image(const std::string& name) {
 
 Result<std::vector<ImageSummary>> DockerClient::list_images(const ImageListOptions& options) {
   std::string path = fmt::format("/images/json?all={}", bool_param(options.all));
-  if (!options.filters.empty()) path += "&filters=" + core::url_encode(filters_json(options.filters));
+  if (!options.filters.empty())
+    path += "&filters=" + core::url_encode(filters_json(options.filters));
   CODEACT_TRY(Json j, request_json("GET", path, nullptr, "list images"));
   std::vector<ImageSummary> out;
   for (const auto& item : j) {
@@ -464,7 +469,8 @@ Result<std::string> DockerClient::import_image(const ImportImageOptions& options
   }
   // The last status of an import is the new image id.
   if (outcome.last_status.starts_with("sha256:")) return outcome.last_status;
-  CODEACT_TRY(ImageInfo info, inspect_image(options.repo + ":" + (options.tag.empty() ? "latest" : options.tag)));
+  CODEACT_TRY(ImageInfo info,
+              inspect_image(options.repo + ":" + (options.tag.empty() ? "latest" : options.tag)));
   return info.id;
 }
 
@@ -504,8 +510,8 @@ Status DockerClient::pull_image(const std::string& reference, const ProgressFn& 
 }
 
 Result<BuildResult> DockerClient::build_image(const BuildImageOptions& options) {
-  std::string what = fmt::format("build image {}",
-                                 options.tags.empty() ? std::string("(untagged)") : options.tags[0]);
+  std::string what = fmt::format(
+      "build image {}", options.tags.empty() ? std::string("(untagged)") : options.tags[0]);
   if (options.context_tar.empty() == !options.context_source) {
     return core::invalid_argument(what + ": give exactly one of context_tar or context_source");
   }
@@ -521,7 +527,8 @@ Result<BuildResult> DockerClient::build_image(const BuildImageOptions& options) 
     for (const auto& [k, v] : options.labels) labels[k] = v;
     path += "&labels=" + core::url_encode(core::dump_json(labels));
   }
-  if (!options.network_mode.empty()) path += "&networkmode=" + core::url_encode(options.network_mode);
+  if (!options.network_mode.empty())
+    path += "&networkmode=" + core::url_encode(options.network_mode);
   if (options.no_cache) path += "&nocache=1";
   if (options.pull) path += "&pull=1";
   path += options.remove_intermediate ? "&rm=1&forcerm=1" : "&rm=0";
@@ -573,7 +580,8 @@ Result<BuildResult> DockerClient::build_image(const BuildImageOptions& options) 
   stream.finish();
   lines.finish();
   if (!outcome.error.empty()) {
-    return core::failed_precondition(fmt::format("docker: {}: {}", what, core::trim(outcome.error)));
+    return core::failed_precondition(
+        fmt::format("docker: {}: {}", what, core::trim(outcome.error)));
   }
   BuildResult result;
   result.image_id = !outcome.aux_id.empty() ? outcome.aux_id : outcome.last_status;
@@ -728,10 +736,10 @@ ContainerInfo container_info_from(const Json& j) {
 }  // namespace
 
 Result<std::string> DockerClient::create_container(const ContainerSpec& spec) {
-  std::string what = spec.name.empty()
-                         ? fmt::format("create container from image \"{}\"", spec.image)
-                         : fmt::format("create container \"{}\" from image \"{}\"", spec.name,
-                                       spec.image);
+  std::string what =
+      spec.name.empty()
+          ? fmt::format("create container from image \"{}\"", spec.image)
+          : fmt::format("create container \"{}\" from image \"{}\"", spec.name, spec.image);
   if (spec.image.empty()) return core::invalid_argument("docker: " + what + ": no image given");
   std::string path = "/containers/create";
   if (!spec.name.empty()) path += "?name=" + core::url_encode(spec.name);
@@ -787,7 +795,8 @@ Status DockerClient::restart_container(const std::string& id, std::chrono::secon
   return core::ok_status();
 }
 
-Status DockerClient::remove_container(const std::string& id, const RemoveContainerOptions& options) {
+Status DockerClient::remove_container(const std::string& id,
+                                      const RemoveContainerOptions& options) {
   Call c;
   c.method = "DELETE";
   c.path = fmt::format("/containers/{}?force={}&v={}", path_escape(id), bool_param(options.force),
@@ -807,7 +816,8 @@ Result<ContainerInfo> DockerClient::inspect_container(const std::string& id) {
 Result<std::vector<ContainerSummary>> DockerClient::list_containers(
     const ContainerListOptions& options) {
   std::string path = fmt::format("/containers/json?all={}", bool_param(options.all));
-  if (!options.filters.empty()) path += "&filters=" + core::url_encode(filters_json(options.filters));
+  if (!options.filters.empty())
+    path += "&filters=" + core::url_encode(filters_json(options.filters));
   CODEACT_TRY(Json j, request_json("GET", path, nullptr, "list containers"));
   std::vector<ContainerSummary> out;
   for (const auto& item : j) {
@@ -850,10 +860,10 @@ Result<WaitResult> DockerClient::wait_container(const std::string& id, WaitCondi
 
 Result<ContainerOutput> DockerClient::logs(const std::string& id, const LogsOptions& options) {
   Call c;
-  c.path = fmt::format("/containers/{}/logs?stdout={}&stderr={}&timestamps={}&tail={}",
-                       path_escape(id), bool_param(options.stdout_stream),
-                       bool_param(options.stderr_stream), bool_param(options.timestamps),
-                       core::url_encode(options.tail));
+  c.path =
+      fmt::format("/containers/{}/logs?stdout={}&stderr={}&timestamps={}&tail={}", path_escape(id),
+                  bool_param(options.stdout_stream), bool_param(options.stderr_stream),
+                  bool_param(options.timestamps), core::url_encode(options.tail));
   if (options.since > 0) c.path += fmt::format("&since={}", options.since);
   c.what = fmt::format("read logs of container \"{}\"", id);
   CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
@@ -929,9 +939,9 @@ Result<ArchiveResult> DockerClient::get_archive(const std::string& id, const std
 }
 
 Result<ContainerStats> DockerClient::stats(const std::string& id) {
-  CODEACT_TRY(Json j, request_json("GET",
-                                   "/containers/" + path_escape(id) + "/stats?stream=0&one-shot=1",
-                                   nullptr, fmt::format("read stats of container \"{}\"", id)));
+  CODEACT_TRY(Json j,
+              request_json("GET", "/containers/" + path_escape(id) + "/stats?stream=0&one-shot=1",
+                           nullptr, fmt::format("read stats of container \"{}\"", id)));
   ContainerStats s;
   Json mem = j.value("memory_stats", Json());
   if (mem.is_object()) {

@@ -1,17 +1,17 @@
 #include "codeact/sandbox/image_builder.hpp"
 
-#include <openssl/evp.h>
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <openssl/evp.h>
 #include <poll.h>
-#include <sys/file.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
-#include <fmt/format.h>
 #include <fstream>
 
 #include "codeact/core/config.hpp"
@@ -69,9 +69,12 @@ bool is_not_found(const core::Error& e) { return e.code() == core::Code::kNotFou
 
 std::string_view build_method_name(BuildMethod method) {
   switch (method) {
-    case BuildMethod::kAuto: return "auto";
-    case BuildMethod::kBaseImage: return "base-image";
-    case BuildMethod::kDebootstrap: return "debootstrap";
+    case BuildMethod::kAuto:
+      return "auto";
+    case BuildMethod::kBaseImage:
+      return "base-image";
+    case BuildMethod::kDebootstrap:
+      return "debootstrap";
   }
   return "auto";
 }
@@ -189,9 +192,9 @@ Result<std::string> ImageBuilder::build_context(const std::string& apt_packages)
   // The host's trust store, so `pip install uv` works behind a TLS-inspecting proxy. Not part of
   // the recipe hash: it changes how uv is downloaded, not what the image is.
   std::string ca_bundle;
-  for (const auto& candidate :
-       {core::getenv_string("PIP_CERT").value_or(""), core::getenv_string("SSL_CERT_FILE").value_or(""),
-        std::string("/etc/ssl/certs/ca-certificates.crt")}) {
+  for (const auto& candidate : {core::getenv_string("PIP_CERT").value_or(""),
+                                core::getenv_string("SSL_CERT_FILE").value_or(""),
+                                std::string("/etc/ssl/certs/ca-certificates.crt")}) {
     if (candidate.empty()) continue;
     std::ifstream in(candidate, std::ios::binary);
     if (!in) continue;
@@ -218,9 +221,10 @@ Result<BuildMethod> ImageBuilder::choose_method(std::string* base_image) {
       if (local.ok()) {
         method = BuildMethod::kBaseImage;
       } else if (is_not_found(local.error())) {
-        progress(fmt::format("no {} image here; building the Debian root file system with "
-                             "debootstrap (set CODEACT_BASE_IMAGE to use a registry image)",
-                             base));
+        progress(
+            fmt::format("no {} image here; building the Debian root file system with "
+                        "debootstrap (set CODEACT_BASE_IMAGE to use a registry image)",
+                        base));
         method = BuildMethod::kDebootstrap;
       } else {
         return std::move(local).error();
@@ -248,8 +252,8 @@ Result<BuildMethod> ImageBuilder::choose_method(std::string* base_image) {
 
 Result<std::string> ImageBuilder::ensure_rootfs(bool* built) {
   *built = false;
-  std::string tag = fmt::format("{}:{}", kRootfsRepository,
-                                recipe_.rootfs_hash(options_.suite).substr(0, 12));
+  std::string tag =
+      fmt::format("{}:{}", kRootfsRepository, recipe_.rootfs_hash(options_.suite).substr(0, 12));
   auto existing = docker_->inspect_image(tag);
   if (existing.ok()) {
     progress(fmt::format("root file system {} is present", tag));
@@ -265,7 +269,8 @@ Result<std::string> ImageBuilder::ensure_rootfs(bool* built) {
         tag, options_.suite));
   }
   auto debootstrap = core::find_program("debootstrap");
-  if (!debootstrap && ::access("/usr/sbin/debootstrap", X_OK) == 0) debootstrap = "/usr/sbin/debootstrap";
+  if (!debootstrap && ::access("/usr/sbin/debootstrap", X_OK) == 0)
+    debootstrap = "/usr/sbin/debootstrap";
   if (!debootstrap) {
     return core::failed_precondition(
         "debootstrap is not installed: run `apt-get install debootstrap` (scripts/setup.sh "
@@ -290,7 +295,7 @@ Result<std::string> ImageBuilder::ensure_rootfs(bool* built) {
   progress(fmt::format("debootstrap: building a Debian {} root file system in {} (a few minutes)",
                        options_.suite, work));
   core::ProcessOptions popts;
-  popts.argv = {"bash", work + "/bootstrap.sh", work, options_.suite, options_.debian_mirror,
+  popts.argv = {"bash",   work + "/bootstrap.sh", work, options_.suite, options_.debian_mirror,
                 tar_path, work + "/packages.txt"};
   popts.stderr_to_stdout = true;
   std::string path_env = core::getenv_string("PATH").value_or("/usr/bin:/bin");
@@ -345,9 +350,9 @@ Result<std::string> ImageBuilder::ensure_rootfs(bool* built) {
     cleanup();
     std::string last;
     for (const auto& l : tail) last += "\n  " + l;
-    return core::internal_error(fmt::format(
-        "debootstrap of Debian {} from {} failed (exit {}); last output:{}", options_.suite,
-        options_.debian_mirror, exit_code, last));
+    return core::internal_error(
+        fmt::format("debootstrap of Debian {} from {} failed (exit {}); last output:{}",
+                    options_.suite, options_.debian_mirror, exit_code, last));
   }
 
   progress(fmt::format("importing the root file system as {}", tag));
@@ -359,14 +364,15 @@ Result<std::string> ImageBuilder::ensure_rootfs(bool* built) {
   import.message = "codeact sandbox root file system (debootstrap " + options_.suite + ")";
   import.changes = {"ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                     "ENV LANG=C.UTF-8", "CMD [\"/bin/bash\"]"};
-  import.progress = [this](std::string_view line) { progress("import: " + std::string(line)); };
-  import.cancel = options_.cancel;
-  auto imported = docker_->import_image(import);
-  cleanup();
-  if (!imported.ok()) return std::move(imported).error();
-  *built = true;
-  return tag;
-}
+  import.progress = [this](std::string_view line) { progress("import: " + std::string(line));
+};
+import.cancel = options_.cancel;
+auto imported = docker_->import_image(import);
+cleanup();
+if (!imported.ok()) return std::move(imported).error();
+*built = true;
+return tag;
+}  // namespace codeact::sandbox
 
 namespace {
 
@@ -391,7 +397,8 @@ class BuildLock {
         progress(fmt::format("waiting for another codeact image build to finish (lock {})", path));
         told = true;
       }
-      if (cancel && cancel->cancelled()) return core::cancelled("image build cancelled while waiting");
+      if (cancel && cancel->cancelled())
+        return core::cancelled("image build cancelled while waiting");
       ::usleep(500 * 1000);
     }
     return core::ok_status();

@@ -54,7 +54,8 @@ Attempt connect_once(const std::string& path, int* out_fd, int* err, std::string
   }
   if (st.st_uid != dir.st_uid) {
     ::close(opath);
-    *why = fmt::format("is owned by uid {}, not by uid {} who owns its directory", st.st_uid, dir.st_uid);
+    *why = fmt::format("is owned by uid {}, not by uid {} who owns its directory", st.st_uid,
+                       dir.st_uid);
     return Attempt::kUntrusted;
   }
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -129,9 +130,9 @@ core::Code code_for_kernel_error(const std::string& type) {
 
 }  // namespace
 
-core::Result<std::unique_ptr<KernelChannel>> KernelChannel::connect(const std::string& socket_path,
-                                                                    std::chrono::milliseconds timeout,
-                                                                    const std::optional<KernelAuth>& auth) {
+core::Result<std::unique_ptr<KernelChannel>> KernelChannel::connect(
+    const std::string& socket_path, std::chrono::milliseconds timeout,
+    const std::optional<KernelAuth>& auth) {
   auto deadline = Clock::now() + timeout;
   auto pause = std::chrono::microseconds(500);
   int err = 0;
@@ -144,7 +145,8 @@ core::Result<std::unique_ptr<KernelChannel>> KernelChannel::connect(const std::s
       return core::permission_denied(fmt::format("the kernel socket {} {}", socket_path, why));
     }
     if (a == Attempt::kFailed || Clock::now() >= deadline) {
-      return core::unavailable(fmt::format("cannot connect to the kernel at {}: {}", socket_path, std::strerror(err)));
+      return core::unavailable(
+          fmt::format("cannot connect to the kernel at {}: {}", socket_path, std::strerror(err)));
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(20000));
@@ -193,10 +195,11 @@ core::Status KernelChannel::verify_auth(Clock::time_point deadline, bool has_dea
       !frame.value("ok", false)) {
     auth_failed_ = true;
     close();
-    return core::permission_denied(fmt::format(
-        "the process behind {} is not the kernel of sandbox \"{}\" (it refused the authentication: {}); "
-        "nothing was run",
-        path_, auth.sandbox_id, core::json_string(err, "message", "no answer")));
+    return core::permission_denied(
+        fmt::format("the process behind {} is not the kernel of sandbox \"{}\" (it refused the "
+                    "authentication: {}); "
+                    "nothing was run",
+                    path_, auth.sandbox_id, core::json_string(err, "message", "no answer")));
   }
   std::string mac = core::json_string(frame, "mac");
   if (mac.size() != expected_mac_.size() ||
@@ -237,7 +240,8 @@ core::Status KernelChannel::write_frame(const Json& frame) {
       if (errno == EINTR) continue;
       int e = errno;
       close();
-      return core::unavailable(fmt::format("the kernel connection broke while sending: {}", std::strerror(e)));
+      return core::unavailable(
+          fmt::format("the kernel connection broke while sending: {}", std::strerror(e)));
     }
     off += static_cast<size_t>(w);
   }
@@ -251,7 +255,8 @@ core::Result<Json> KernelChannel::read_frame(Clock::time_point deadline, bool ha
     while (off < len) {
       int wait_ms = 200;
       if (has_deadline) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
         if (left <= 0) {
           close();
           return core::deadline_exceeded("the kernel did not answer in time");
@@ -268,7 +273,8 @@ core::Result<Json> KernelChannel::read_frame(Clock::time_point deadline, bool ha
       if (pr < 0) {
         if (errno == EINTR) continue;
         close();
-        return core::unavailable(fmt::format("poll on the kernel socket failed: {}", std::strerror(errno)));
+        return core::unavailable(
+            fmt::format("poll on the kernel socket failed: {}", std::strerror(errno)));
       }
       ssize_t r = ::recv(fd_, buf + off, len - off, 0);
       if (r == 0) {
@@ -287,10 +293,12 @@ core::Result<Json> KernelChannel::read_frame(Clock::time_point deadline, bool ha
   };
   unsigned char hdr[4];
   CODEACT_TRY_STATUS(read_exact(reinterpret_cast<char*>(hdr), 4));
-  uint32_t n = (uint32_t(hdr[0]) << 24) | (uint32_t(hdr[1]) << 16) | (uint32_t(hdr[2]) << 8) | uint32_t(hdr[3]);
+  uint32_t n = (uint32_t(hdr[0]) << 24) | (uint32_t(hdr[1]) << 16) | (uint32_t(hdr[2]) << 8) |
+               uint32_t(hdr[3]);
   if (n > kMaxFrame) {
     close();
-    return core::data_loss(fmt::format("the kernel sent a frame of {} bytes (limit {})", n, kMaxFrame));
+    return core::data_loss(
+        fmt::format("the kernel sent a frame of {} bytes (limit {})", n, kMaxFrame));
   }
   std::string body(n, '\0');
   CODEACT_TRY_STATUS(read_exact(body.data(), n));
@@ -302,9 +310,11 @@ core::Result<Json> KernelChannel::read_frame(Clock::time_point deadline, bool ha
   return std::move(j).value();
 }
 
-core::Result<Json> KernelChannel::call(const std::string& op, Json fields, const KernelCallOptions& options) {
+core::Result<Json> KernelChannel::call(const std::string& op, Json fields,
+                                       const KernelCallOptions& options) {
   std::lock_guard lock(mu_);
-  if (fd_ < 0) return core::unavailable(fmt::format("the kernel connection at {} is closed", path_));
+  if (fd_ < 0)
+    return core::unavailable(fmt::format("the kernel connection at {} is closed", path_));
   int64_t id = next_id_++;
   Json request = fields.is_object() ? std::move(fields) : Json::object();
   request["id"] = id;
@@ -320,12 +330,14 @@ core::Result<Json> KernelChannel::call(const std::string& op, Json fields, const
       Json answer = {{"type", "bridge_result"}, {"call_id", frame.value("call_id", Json())}};
       if (!options.bridge) {
         answer["ok"] = false;
-        answer["error"] = {{"type", "Unimplemented"},
-                           {"message", fmt::format("no host functions are available to this cell (called {})",
-                                                   core::json_string(frame, "name"))}};
+        answer["error"] = {
+            {"type", "Unimplemented"},
+            {"message", fmt::format("no host functions are available to this cell (called {})",
+                                    core::json_string(frame, "name"))}};
       } else {
-        auto r = options.bridge(core::json_string(frame, "name"), frame.value("args", Json::array()),
-                                frame.value("kwargs", Json::object()));
+        auto r =
+            options.bridge(core::json_string(frame, "name"), frame.value("args", Json::array()),
+                           frame.value("kwargs", Json::object()));
         if (r.ok()) {
           answer["ok"] = true;
           answer["value"] = std::move(r).value();
@@ -352,7 +364,8 @@ core::Result<Json> KernelChannel::call(const std::string& op, Json fields, const
     if (!frame.value("ok", false)) {
       const Json& err = frame.value("error", Json::object());
       std::string etype = core::json_string(err, "type", "Internal");
-      return core::Error(code_for_kernel_error(etype), core::json_string(err, "message", "kernel error"));
+      return core::Error(code_for_kernel_error(etype),
+                         core::json_string(err, "message", "kernel error"));
     }
     frame.erase("id");
     frame.erase("type");

@@ -14,12 +14,14 @@ using core::Json;
 using core::Result;
 
 constexpr std::array<std::string_view, 16> kTaskNames = {
-    "start_container",  "stop_container",     "restart_container",
-    "get_python_state", "read_state_variable", "clear_python_state",
-    "list_state_variables", "execute_python", "execute_bash",
-    "install_additional_packages", "write_file", "read_file",
-    "list_files",       "get_container_info", "get_all_containers",
-    "cleanup_containers"};
+    "start_container",      "stop_container",
+    "restart_container",    "get_python_state",
+    "read_state_variable",  "clear_python_state",
+    "list_state_variables", "execute_python",
+    "execute_bash",         "install_additional_packages",
+    "write_file",           "read_file",
+    "list_files",           "get_container_info",
+    "get_all_containers",   "cleanup_containers"};
 
 Result<std::string> req_string(const Json& j, const char* field, std::string_view kind) {
   if (!j.contains(field) || !j[field].is_string()) {
@@ -30,10 +32,12 @@ Result<std::string> req_string(const Json& j, const char* field, std::string_vie
 
 Result<std::optional<std::vector<std::string>>> opt_list(const Json& j, const char* field) {
   if (!j.contains(field) || j[field].is_null()) return std::optional<std::vector<std::string>>();
-  if (!j[field].is_array()) return core::invalid_argument(fmt::format("\"{}\" must be a list of strings", field));
+  if (!j[field].is_array())
+    return core::invalid_argument(fmt::format("\"{}\" must be a list of strings", field));
   std::vector<std::string> out;
   for (const auto& v : j[field]) {
-    if (!v.is_string()) return core::invalid_argument(fmt::format("\"{}\" must be a list of strings", field));
+    if (!v.is_string())
+      return core::invalid_argument(fmt::format("\"{}\" must be a list of strings", field));
     out.push_back(v.get<std::string>());
   }
   return std::optional(out);
@@ -42,23 +46,27 @@ Result<std::optional<std::vector<std::string>>> opt_list(const Json& j, const ch
 template <typename T>
 Result<T> expect(const SandboxInputTask& task) {
   if (!task.task_args) {
-    return core::invalid_argument(fmt::format("{} needs arguments of kind \"{}\"", task_name(task.task_name), T::kKind));
+    return core::invalid_argument(
+        fmt::format("{} needs arguments of kind \"{}\"", task_name(task.task_name), T::kKind));
   }
   if (const T* a = std::get_if<T>(&*task.task_args)) return *a;
-  return core::invalid_argument(fmt::format("{} needs arguments of kind \"{}\"", task_name(task.task_name), T::kKind));
+  return core::invalid_argument(
+      fmt::format("{} needs arguments of kind \"{}\"", task_name(task.task_name), T::kKind));
 }
 
 // Operations that only need a container id accept any argument kind that carries one.
 Result<SandboxBaseArgs> base_of(const SandboxInputTask& task) {
   if (!task.task_args) {
-    return core::invalid_argument(fmt::format("{} needs a container_id", task_name(task.task_name)));
+    return core::invalid_argument(
+        fmt::format("{} needs a container_id", task_name(task.task_name)));
   }
   return std::visit(
       [&](const auto& a) -> Result<SandboxBaseArgs> {
         if constexpr (requires { a.container_id; }) {
           return SandboxBaseArgs{a.container_id};
         } else {
-          return core::invalid_argument(fmt::format("{} needs a container_id", task_name(task.task_name)));
+          return core::invalid_argument(
+              fmt::format("{} needs a container_id", task_name(task.task_name)));
         }
       },
       *task.task_args);
@@ -88,7 +96,8 @@ Result<SandboxTaskArgs> parse_task_args(const Json& j) {
     StartContainerArgs a;
     CODEACT_TRY(a.python_packages, opt_list(j, "python_packages"));
     CODEACT_TRY(a.system_packages, opt_list(j, "system_packages"));
-    if (j.contains("container_name") && j["container_name"].is_string()) a.container_name = j["container_name"].get<std::string>();
+    if (j.contains("container_name") && j["container_name"].is_string())
+      a.container_name = j["container_name"].get<std::string>();
     a.network = core::json_bool(j, "network", false);
     a.memory = core::json_string(j, "memory", "512m");
     a.cpus = core::json_number(j, "cpus", 1.0);
@@ -138,13 +147,15 @@ Result<SandboxTaskArgs> parse_task_args(const Json& j) {
     CODEACT_TRY(a.container_id, req_string(j, "container_id", kind));
     CODEACT_TRY(a.path, req_string(j, "path", kind));
     a.content = core::json_string(j, "content");
-    if (j.contains("content_b64") && j["content_b64"].is_string()) a.content_b64 = j["content_b64"].get<std::string>();
+    if (j.contains("content_b64") && j["content_b64"].is_string())
+      a.content_b64 = j["content_b64"].get<std::string>();
     return SandboxTaskArgs(a);
   }
-  return core::invalid_argument(fmt::format(
-      "unknown sandbox argument kind \"{}\" (expected base, start_container, install_additional_packages, "
-      "read_variable, execute_python, execute_bash, read_operations, write_file)",
-      kind));
+  return core::invalid_argument(
+      fmt::format("unknown sandbox argument kind \"{}\" (expected base, start_container, "
+                  "install_additional_packages, "
+                  "read_variable, execute_python, execute_bash, read_operations, write_file)",
+                  kind));
 }
 
 Json to_json(const SandboxTaskArgs& args) {
@@ -250,7 +261,9 @@ Result<Json> SandboxOperations::get_python_state(const SandboxBaseArgs& a) {
     if (core::json_string(v, "kind") != "data") continue;
     auto one = manager_->variable(a.container_id, name);
     if (!one.ok()) continue;
-    state[name] = one->contains("value") && !(*one)["value"].is_null() ? (*one)["value"] : Json(core::json_string(*one, "repr"));
+    state[name] = one->contains("value") && !(*one)["value"].is_null()
+                      ? (*one)["value"]
+                      : Json(core::json_string(*one, "repr"));
   }
   return state;
 }
@@ -259,7 +272,9 @@ Result<Json> SandboxOperations::read_state_variable(const ReadVariableInStateArg
   return manager_->variable(a.container_id, a.variable_name);
 }
 
-Result<Json> SandboxOperations::clear_python_state(const SandboxBaseArgs& a) { return manager_->clear(a.container_id); }
+Result<Json> SandboxOperations::clear_python_state(const SandboxBaseArgs& a) {
+  return manager_->clear(a.container_id);
+}
 
 Result<Json> SandboxOperations::list_state_variables(const SandboxBaseArgs& a) {
   CODEACT_TRY(Json vars, manager_->variables(a.container_id));
@@ -279,7 +294,7 @@ Result<Json> SandboxOperations::execute_python(const ExecutePythonArgs& a) {
   req.timeout_seconds = a.timeout;
   CODEACT_TRY(auto r, manager_->execute(a.container_id, req));
   Json j = r.to_json();
-  j["success"] = r.ok;     // the seed's field names
+  j["success"] = r.ok;  // the seed's field names
   j["output"] = r.stdout_text;
   return j;
 }
@@ -292,7 +307,8 @@ Result<Json> SandboxOperations::execute_bash(const ExecuteBashArgs& a) {
   return j;
 }
 
-Result<Json> SandboxOperations::install_additional_packages(const InstallAdditionalPackagesArgs& a) {
+Result<Json> SandboxOperations::install_additional_packages(
+    const InstallAdditionalPackagesArgs& a) {
   Json out{{"container_id", a.container_id}};
   if (a.system_packages && !a.system_packages->empty()) {
     CODEACT_TRY(auto r, manager_->install(a.container_id, *a.system_packages, true));
@@ -303,7 +319,8 @@ Result<Json> SandboxOperations::install_additional_packages(const InstallAdditio
     out["python"] = r.to_json();
   }
   if (!out.contains("system") && !out.contains("python")) {
-    return core::invalid_argument("install_additional_packages needs python_packages or system_packages");
+    return core::invalid_argument(
+        "install_additional_packages needs python_packages or system_packages");
   }
   return out;
 }

@@ -65,16 +65,18 @@ core::Status create_image(const std::string& path, int64_t bytes, int uid, int g
   fs::remove(tmp, ec);
   {
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) return core::internal_error(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
+    if (fd < 0)
+      return core::internal_error(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
     Fd guard(fd);
     if (::ftruncate(fd, bytes) != 0) {
-      return core::internal_error(fmt::format("cannot size {} to {} bytes: {}", tmp, bytes, std::strerror(errno)));
+      return core::internal_error(
+          fmt::format("cannot size {} to {} bytes: {}", tmp, bytes, std::strerror(errno)));
     }
   }
   // -m 0: no blocks reserved for root (the sandbox user gets the whole limit);
   // root_owner: the sandbox user owns the file system's root, as it owned the image's directory.
-  auto r = core::run_process({"mkfs.ext4", "-q", "-F", "-m", "0", "-L", "codeact",
-                              "-E", fmt::format("root_owner={}:{},lazy_itable_init=1", uid, gid), tmp},
+  auto r = core::run_process({"mkfs.ext4", "-q", "-F", "-m", "0", "-L", "codeact", "-E",
+                              fmt::format("root_owner={}:{},lazy_itable_init=1", uid, gid), tmp},
                              std::chrono::minutes(2));
   if (!r.ok()) {
     fs::remove(tmp, ec);
@@ -86,7 +88,8 @@ core::Status create_image(const std::string& path, int64_t bytes, int uid, int g
                                             r->stderr_text + r->stdout_text));
   }
   fs::rename(tmp, path, ec);
-  if (ec) return core::internal_error(fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
+  if (ec)
+    return core::internal_error(fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
   return core::ok_status();
 }
 
@@ -138,7 +141,8 @@ core::Result<std::string> attach(const std::string& image) {
     loop_config config{};
     config.fd = static_cast<uint32_t>(file);
     std::string canon = canonical(image);
-    std::strncpy(reinterpret_cast<char*>(config.info.lo_file_name), canon.c_str(), LO_NAME_SIZE - 1);
+    std::strncpy(reinterpret_cast<char*>(config.info.lo_file_name), canon.c_str(),
+                 LO_NAME_SIZE - 1);
     if (::ioctl(dev, LOOP_CONFIGURE, &config) == 0) return device;
     int err = errno;
     if (err == EBUSY) {
@@ -158,7 +162,8 @@ core::Result<std::string> attach(const std::string& image) {
     }
     return loop_error(fmt::format("cannot attach {} to {}", image, device), err);
   }
-  return core::unavailable(fmt::format("cannot attach {}: every free loop device was taken meanwhile", image));
+  return core::unavailable(
+      fmt::format("cannot attach {}: every free loop device was taken meanwhile", image));
 }
 
 core::Status detach(const std::string& device) {

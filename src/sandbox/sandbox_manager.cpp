@@ -66,7 +66,8 @@ std::vector<std::string> split_list(const std::string& s) {
   size_t start = 0;
   while (start <= s.size()) {
     size_t comma = s.find(',', start);
-    std::string part = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string part =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (!part.empty()) out.push_back(part);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -90,7 +91,8 @@ std::string sha_hex12(std::string_view data) {
 core::Error no_network_error(const std::string& id, const std::vector<std::string>& packages) {
   return core::failed_precondition(fmt::format(
       "cannot install {}: sandbox \"{}\" has no network access, so pip cannot download packages; "
-      "recreate it with network (`codeact sandbox rm {}` then `codeact sandbox start --id {} --network`; "
+      "recreate it with network (`codeact sandbox rm {}` then `codeact sandbox start --id {} "
+      "--network`; "
       "its state is kept on the volume)",
       core::join(packages, ", "), id, id, id));
 }
@@ -108,7 +110,8 @@ std::string names_with_reasons(const std::vector<Json>& entries) {
 
 // What a restarted kernel said about its restore, as a clause for a notice.
 std::string restore_clause(const Json& hello) {
-  std::string out = fmt::format("its state was restored from the snapshot of cell {}", core::json_int(hello, "cell"));
+  std::string out = fmt::format("its state was restored from the snapshot of cell {}",
+                                core::json_int(hello, "cell"));
   auto lost = json_list(hello.value("lost", Json::array()));
   if (lost.empty()) lost = json_list(hello.value("restore_errors", Json::array()));
   if (!lost.empty()) out += "; not restored: " + names_with_reasons(lost);
@@ -117,9 +120,11 @@ std::string restore_clause(const Json& hello) {
 
 // Why a container stopped, from its state (exit status, OOM).
 std::string exit_reason(const ContainerState& s) {
-  if (s.oom_killed) return "the sandbox ran out of memory (its limit was reached) and its kernel was killed";
+  if (s.oom_killed)
+    return "the sandbox ran out of memory (its limit was reached) and its kernel was killed";
   if (s.exit_code == kExitLostSocket) {
-    return "the kernel lost its connection socket (a cell closed the kernel's file descriptors) and exited";
+    return "the kernel lost its connection socket (a cell closed the kernel's file descriptors) "
+           "and exited";
   }
   if (s.exit_code == 137) return "the kernel was killed (SIGKILL)";
   if (s.exit_code > 128 && s.exit_code < 160) {
@@ -173,11 +178,15 @@ class SandboxManager::Impl {
  private:
   // Host paths of a sandbox: <data>/sandboxes/<id>/{kernel/ (bind-mounted at /run/codeact, not
   // writable by the sandbox), disk.ext4}.
-  std::string sandbox_dir(const std::string& id) const { return options_.data_dir + "/sandboxes/" + id; }
+  std::string sandbox_dir(const std::string& id) const {
+    return options_.data_dir + "/sandboxes/" + id;
+  }
   std::string kernel_dir(const std::string& id) const { return sandbox_dir(id) + "/kernel"; }
   std::string disk_image(const std::string& id) const { return sandbox_dir(id) + "/disk.ext4"; }
   // Before version 2 the kernel socket lived in <data>/run/<id>, writable by the sandbox.
-  std::string legacy_run_dir(const std::string& id) const { return options_.data_dir + "/run/" + id; }
+  std::string legacy_run_dir(const std::string& id) const {
+    return options_.data_dir + "/run/" + id;
+  }
 
   Result<std::string> ensure_image(const SandboxOptions& options);
   Result<std::string> ensure_system_image(const std::string& base,
@@ -196,7 +205,8 @@ class SandboxManager::Impl {
   // changed, which needs the container gone: returns true when it removed the container.
   Result<bool> ensure_disk_attached(const std::string& id);
   // Creates and starts the container (prepared kernel directory, new token).
-  Status create_container(const SandboxOptions& options, const std::string& image, const std::string& disk);
+  Status create_container(const SandboxOptions& options, const std::string& image,
+                          const std::string& disk);
   // Starts a stopped container after checking its disk; recreates it when needed.
   Status start_container(const std::string& id);
   // Restarts a running container (`grace` for the kernel to stop by itself).
@@ -228,7 +238,8 @@ class SandboxManager::Impl {
   std::mutex locks_mu_;
   std::map<std::string, std::unique_ptr<std::mutex>> locks_;  // GUARDED_BY(locks_mu_)
   std::mutex auth_mu_;
-  std::map<std::string, KernelAuth> auth_;  // GUARDED_BY(auth_mu_): sandbox id -> its kernel's token
+  std::map<std::string, KernelAuth>
+      auth_;  // GUARDED_BY(auth_mu_): sandbox id -> its kernel's token
 };
 
 SandboxManager::Impl::Impl(std::shared_ptr<DockerClient> docker, SandboxManagerOptions options)
@@ -251,9 +262,10 @@ std::mutex& SandboxManager::Impl::lock_for(const std::string& id) {
 Status SandboxManager::validate_id(const std::string& id) {
   static const std::regex re("^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$");
   if (!std::regex_match(id, re)) {
-    return core::invalid_argument(fmt::format(
-        "\"{}\" is not a valid sandbox id: use 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit",
-        id));
+    return core::invalid_argument(
+        fmt::format("\"{}\" is not a valid sandbox id: use 1-63 letters, digits, '_', '.' or '-', "
+                    "starting with a letter or digit",
+                    id));
   }
   return core::ok_status();
 }
@@ -262,8 +274,10 @@ Status SandboxManager::validate_python_package(const std::string& name) {
   static const std::regex re(
       R"(^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?((===|==|!=|<=|>=|~=|<|>)[A-Za-z0-9.*+!_-]+(,(===|==|!=|<=|>=|~=|<|>)[A-Za-z0-9.*+!_-]+)*)?$)");
   if (!std::regex_match(name, re)) {
-    return core::invalid_argument(fmt::format(
-        "\"{}\" is not a Python package name (expected e.g. requests, pandas==2.2.0, uvicorn[standard]>=0.30)", name));
+    return core::invalid_argument(
+        fmt::format("\"{}\" is not a Python package name (expected e.g. requests, pandas==2.2.0, "
+                    "uvicorn[standard]>=0.30)",
+                    name));
   }
   return core::ok_status();
 }
@@ -271,8 +285,8 @@ Status SandboxManager::validate_python_package(const std::string& name) {
 Status SandboxManager::validate_system_package(const std::string& name) {
   static const std::regex re(R"(^[a-z0-9][a-z0-9+.-]*(=[A-Za-z0-9.+:~-]+)?$)");
   if (!std::regex_match(name, re)) {
-    return core::invalid_argument(
-        fmt::format("\"{}\" is not a Debian package name (expected e.g. graphviz, libgomp1)", name));
+    return core::invalid_argument(fmt::format(
+        "\"{}\" is not a Debian package name (expected e.g. graphviz, libgomp1)", name));
   }
   return core::ok_status();
 }
@@ -280,21 +294,28 @@ Status SandboxManager::validate_system_package(const std::string& name) {
 Status SandboxManager::validate_disk(const std::string& disk) {
   if (disk.empty() || disk == "none") return core::ok_status();
   auto bytes = parse_size(disk);
-  if (!bytes.ok()) return core::invalid_argument(fmt::format("--disk {}: {} (or \"none\" for no limit)", disk, bytes.error().message()));
+  if (!bytes.ok())
+    return core::invalid_argument(
+        fmt::format("--disk {}: {} (or \"none\" for no limit)", disk, bytes.error().message()));
   if (*bytes < (16LL << 20)) {
-    return core::invalid_argument(fmt::format("--disk {} is too small: a sandbox needs at least 16m", disk));
+    return core::invalid_argument(
+        fmt::format("--disk {} is too small: a sandbox needs at least 16m", disk));
   }
   return core::ok_status();
 }
 
-Result<SandboxManagerOptions> manager_options_from_config(const Json& app_config, SandboxManagerOptions base) {
+Result<SandboxManagerOptions> manager_options_from_config(const Json& app_config,
+                                                          SandboxManagerOptions base) {
   if (!app_config.is_object() || !app_config.contains("sandbox")) return base;
   const Json& section = app_config["sandbox"];
   if (section.is_null()) return base;
-  if (!section.is_object()) return core::invalid_argument("app_conf.yml: `sandbox` must be a mapping (e.g. `disk: 10g`)");
+  if (!section.is_object())
+    return core::invalid_argument("app_conf.yml: `sandbox` must be a mapping (e.g. `disk: 10g`)");
   if (section.contains("disk") && !section["disk"].is_null()) {
     const Json& disk = section["disk"];
-    std::string text = disk.is_string() ? disk.get<std::string>() : disk.is_number() ? disk.dump() : "";
+    std::string text = disk.is_string()   ? disk.get<std::string>()
+                       : disk.is_number() ? disk.dump()
+                                          : "";
     if (text.empty() || !SandboxManager::validate_disk(text).ok()) {
       return core::invalid_argument(fmt::format(
           "app_conf.yml: sandbox.disk is {}; write a size such as 10g, or none", disk.dump()));
@@ -315,7 +336,9 @@ VolumeSpec SandboxManager::Impl::volume_spec(const std::string& id) const {
     spec.driver = "local";
     std::string server = env("NFS_SERVER").value_or("");
     std::string path = env("NFS_PATH").value_or("/");
-    spec.driver_opts = {{"type", "nfs"}, {"o", fmt::format("addr={},rw,nfsvers=4", server)}, {"device", ":" + path}};
+    spec.driver_opts = {{"type", "nfs"},
+                        {"o", fmt::format("addr={},rw,nfsvers=4", server)},
+                        {"device", ":" + path}};
   } else if (!driver.empty()) {
     spec.driver = driver;
   }
@@ -326,7 +349,8 @@ Result<std::string> SandboxManager::Impl::ensure_image(const SandboxOptions& opt
   std::string base = options.image;
   if (base.empty()) {
     ImageBuilderOptions bo;
-    bo.progress = options_.progress ? ProgressFn(options_.progress) : ProgressFn([](std::string_view) {});
+    bo.progress =
+        options_.progress ? ProgressFn(options_.progress) : ProgressFn([](std::string_view) {});
     ImageBuilder builder(docker_, bo);
     CODEACT_TRY(base, builder.ensure_image());
   } else {
@@ -336,19 +360,21 @@ Result<std::string> SandboxManager::Impl::ensure_image(const SandboxOptions& opt
   return ensure_system_image(base, options.system_packages);
 }
 
-Result<std::string> SandboxManager::Impl::ensure_system_image(const std::string& base,
-                                                               const std::vector<std::string>& packages) {
+Result<std::string> SandboxManager::Impl::ensure_system_image(
+    const std::string& base, const std::vector<std::string>& packages) {
   for (const auto& p : packages) CODEACT_TRY_STATUS(validate_system_package(p));
   std::vector<std::string> sorted = packages;
   std::sort(sorted.begin(), sorted.end());
   auto [repo, tag] = split_image_reference(base);
-  std::string derived_tag = fmt::format("{}-sys-{}", tag.empty() ? "latest" : tag, sha_hex12(core::join(sorted, " ")));
+  std::string derived_tag =
+      fmt::format("{}-sys-{}", tag.empty() ? "latest" : tag, sha_hex12(core::join(sorted, " ")));
   std::string derived = fmt::format("{}:{}", repo, derived_tag);
   if (docker_->inspect_image(derived).ok()) return derived;
   // The derived image keeps the base's user; the sandbox manager sets the container's user.
   std::string dockerfile = fmt::format(
       "FROM {}\nUSER root\n"
-      "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {} "
+      "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+      "--no-install-recommends {} "
       "&& rm -rf /var/lib/apt/lists/*\n"
       "USER {}:{}\nLABEL io.codeact.system-packages=\"{}\"\n",
       base, core::join(sorted, " "), kSandboxUid, kSandboxGid, core::join(sorted, ","));
@@ -357,21 +383,26 @@ Result<std::string> SandboxManager::Impl::ensure_system_image(const std::string&
   BuildImageOptions bo;
   bo.tags = {derived};
   bo.context_tar = tar.finish();
-  bo.progress = options_.progress ? ProgressFn(options_.progress) : ProgressFn([](std::string_view) {});
+  bo.progress =
+      options_.progress ? ProgressFn(options_.progress) : ProgressFn([](std::string_view) {});
   auto built = docker_->build_image(bo);
   if (!built.ok()) {
-    return built.error().with_context(
-        fmt::format("installing system packages {} (apt-get needs the Debian mirror to be reachable)", core::join(sorted, ", ")));
+    return built.error().with_context(fmt::format(
+        "installing system packages {} (apt-get needs the Debian mirror to be reachable)",
+        core::join(sorted, ", ")));
   }
   return derived;
 }
 
-Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions& options, const std::string& image,
-                                                           const std::string& token, const std::string& disk) {
+Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions& options,
+                                                           const std::string& image,
+                                                           const std::string& token,
+                                                           const std::string& disk) {
   CODEACT_TRY(int64_t memory, parse_size(options.memory));
   CODEACT_TRY(int64_t tmp_bytes, parse_size(options.tmp_size));
   if (options.cpus <= 0 || options.cpus > 256) {
-    return core::invalid_argument(fmt::format("--cpus {} is out of range (0 < cpus <= 256)", options.cpus));
+    return core::invalid_argument(
+        fmt::format("--cpus {} is out of range (0 < cpus <= 256)", options.cpus));
   }
   CODEACT_TRY_STATUS(validate_disk(options.disk));
   bool persistence = options.persistence.value_or([&] {
@@ -407,8 +438,8 @@ Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions&
   if (persistence) {
     spec.volumes.push_back({volume_name(id), std::string(kPersistentStoragePath), false, false});
   } else {
-    spec.tmpfs[std::string(kPersistentStoragePath)] =
-        fmt::format("rw,nosuid,nodev,size={},uid={},gid={},mode=0755", tmp_bytes, kSandboxUid, kSandboxGid);
+    spec.tmpfs[std::string(kPersistentStoragePath)] = fmt::format(
+        "rw,nosuid,nodev,size={},uid={},gid={},mode=0755", tmp_bytes, kSandboxUid, kSandboxGid);
   }
   spec.tmpfs["/tmp"] = fmt::format("rw,nosuid,nodev,size={},mode=1777", tmp_bytes);
   spec.read_only_rootfs = true;
@@ -424,11 +455,13 @@ Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions&
   spec.stop_timeout_seconds = 5;
   // What the kernel writes outside cells (its log, stray output of background processes) lands
   // in Docker's log file on the host: capped, so it cannot fill the host's disk.
-  spec.extra_host_config = Json{{"LogConfig", {{"Type", "json-file"}, {"Config", {{"max-size", "1m"}, {"max-file", "1"}}}}}};
+  spec.extra_host_config = Json{
+      {"LogConfig", {{"Type", "json-file"}, {"Config", {{"max-size", "1m"}, {"max-file", "1"}}}}}};
   return spec;
 }
 
-SandboxOptions SandboxManager::Impl::options_from_labels(const std::string& id, const ContainerInfo& c) const {
+SandboxOptions SandboxManager::Impl::options_from_labels(const std::string& id,
+                                                         const ContainerInfo& c) const {
   SandboxOptions o;
   o.id = id;
   o.network = label_or(c.labels, "io.codeact.network") == "1";
@@ -449,18 +482,21 @@ SandboxOptions SandboxManager::Impl::options_from_labels(const std::string& id, 
 Status SandboxManager::Impl::prepare_kernel_dir(const std::string& id) {
   std::error_code ec;
   fs::create_directories(sandbox_dir(id), ec);
-  if (ec) return core::internal_error(fmt::format("cannot create {}: {}", sandbox_dir(id), ec.message()));
+  if (ec)
+    return core::internal_error(fmt::format("cannot create {}: {}", sandbox_dir(id), ec.message()));
   ::chmod(sandbox_dir(id).c_str(), 0700);
   // Whatever an earlier container left there goes (remove_all never follows links).
   fs::remove_all(kernel_dir(id), ec);
   if (::mkdir(kernel_dir(id).c_str(), 0755) != 0 || ::chmod(kernel_dir(id).c_str(), 0755) != 0) {
-    return core::internal_error(fmt::format("cannot create {}: {}", kernel_dir(id), std::strerror(errno)));
+    return core::internal_error(
+        fmt::format("cannot create {}: {}", kernel_dir(id), std::strerror(errno)));
   }
   fs::remove_all(legacy_run_dir(id), ec);
   return core::ok_status();
 }
 
-Result<std::string> SandboxManager::Impl::ensure_volume(const SandboxOptions& options, std::string* notice) {
+Result<std::string> SandboxManager::Impl::ensure_volume(const SandboxOptions& options,
+                                                        std::string* notice) {
   const std::string& id = options.id;
   auto existing = docker_->inspect_volume(volume_name(id));
   if (existing.ok()) {
@@ -498,11 +534,13 @@ Result<std::string> SandboxManager::Impl::ensure_volume(const SandboxOptions& op
   fs::create_directories(sandbox_dir(id), ec);
   ::chmod(sandbox_dir(id).c_str(), 0700);
   const std::string image = disk_image(id);
-  if (!fs::exists(image, ec)) CODEACT_TRY_STATUS(disk::create_image(image, bytes, kSandboxUid, kSandboxGid));
+  if (!fs::exists(image, ec))
+    CODEACT_TRY_STATUS(disk::create_image(image, bytes, kSandboxUid, kSandboxGid));
   auto device = disk::attach(image);
   if (!device.ok()) {
     if (explicit_limit || device.error().code() != core::Code::kPermissionDenied) {
-      return device.error().with_context(fmt::format("sandbox \"{}\": setting up its {} disk", id, want));
+      return device.error().with_context(
+          fmt::format("sandbox \"{}\": setting up its {} disk", id, want));
     }
     fs::remove(image, ec);
     if (notice) *notice = "no disk limit: " + device.error().message();
@@ -519,7 +557,9 @@ Result<std::string> SandboxManager::Impl::ensure_volume(const SandboxOptions& op
 
 Result<bool> SandboxManager::Impl::ensure_disk_attached(const std::string& id) {
   auto vol = docker_->inspect_volume(volume_name(id));
-  if (!vol.ok()) return vol.error().code() == core::Code::kNotFound ? Result<bool>(false) : Result<bool>(vol.error());
+  if (!vol.ok())
+    return vol.error().code() == core::Code::kNotFound ? Result<bool>(false)
+                                                       : Result<bool>(vol.error());
   const std::string image = label_or(vol->labels, kDiskImageLabel);
   if (image.empty()) return false;  // no disk limit
   const std::string recorded = vol->options.count("device") ? vol->options.at("device") : "";
@@ -527,8 +567,8 @@ Result<bool> SandboxManager::Impl::ensure_disk_attached(const std::string& id) {
   if (device == recorded) return false;
   // The volume names a device that is now free or someone else's: redefine it (the data is in
   // the image, not in the volume's definition), which Docker allows only without containers.
-  core::log().info("sandbox \"{}\": its disk is now {} (was {}); redefining volume {}", id, device, recorded,
-                   volume_name(id));
+  core::log().info("sandbox \"{}\": its disk is now {} (was {}); redefining volume {}", id, device,
+                   recorded, volume_name(id));
   auto c = docker_->inspect_container(container_name(id));
   bool removed = false;
   if (c.ok()) {
@@ -543,8 +583,8 @@ Result<bool> SandboxManager::Impl::ensure_disk_attached(const std::string& id) {
   return removed;
 }
 
-Status SandboxManager::Impl::create_container(const SandboxOptions& options, const std::string& image,
-                                              const std::string& disk) {
+Status SandboxManager::Impl::create_container(const SandboxOptions& options,
+                                              const std::string& image, const std::string& disk) {
   CODEACT_TRY_STATUS(prepare_kernel_dir(options.id));
   const std::string token = random_token();
   CODEACT_TRY(ContainerSpec spec, container_spec(options, image, token, disk));
@@ -576,7 +616,8 @@ Status SandboxManager::Impl::start_container(const std::string& id) {
   auto c = docker_->inspect_container(container_name(id));
   if (!c.ok()) return c.error();
   if (label_or(c->labels, kLayoutLabel) != kLayout) {
-    core::log().info("sandbox \"{}\": recreating its container, made by an older codeact (state kept)", id);
+    core::log().info(
+        "sandbox \"{}\": recreating its container, made by an older codeact (state kept)", id);
     return recreate_container(id, *c);
   }
   CODEACT_TRY(bool removed, ensure_disk_attached(id));
@@ -604,7 +645,8 @@ Result<KernelAuth> SandboxManager::Impl::auth_for(const std::string& id) {
   auto c = docker_->inspect_container(container_name(id));
   if (!c.ok()) {
     if (c.error().code() == core::Code::kNotFound) {
-      return core::not_found(fmt::format("no sandbox \"{}\" (start it with `codeact sandbox start --id {}`)", id, id));
+      return core::not_found(
+          fmt::format("no sandbox \"{}\" (start it with `codeact sandbox start --id {}`)", id, id));
     }
     return c.error();
   }
@@ -653,7 +695,8 @@ Result<Json> SandboxManager::Impl::wait_ready(const std::string& id) {
     if (!info->state.running) {
       auto logs = docker_->logs(container_name(id), {.tail = "20"});
       std::string tail = logs.ok() ? logs->stderr_text + logs->stdout_text : "";
-      return core::unavailable(fmt::format("sandbox \"{}\": {} before answering{}{}", id, exit_reason(info->state),
+      return core::unavailable(fmt::format("sandbox \"{}\": {} before answering{}{}", id,
+                                           exit_reason(info->state),
                                            tail.empty() ? "" : "; its last output:\n", tail));
     }
     // Running, but nobody listens on the socket: a kernel still starting binds within a second;
@@ -665,15 +708,18 @@ Result<Json> SandboxManager::Impl::wait_ready(const std::string& id) {
     } else if (unreachable_since == std::chrono::steady_clock::time_point{}) {
       unreachable_since = now;
     } else if (now - unreachable_since > kWedgedAfter && !restarted_wedged) {
-      core::log().warn("sandbox \"{}\": its kernel runs but has not accepted connections for {} s; restarting it", id,
-                       std::chrono::duration_cast<std::chrono::seconds>(kWedgedAfter).count());
+      core::log().warn(
+          "sandbox \"{}\": its kernel runs but has not accepted connections for {} s; restarting "
+          "it",
+          id, std::chrono::duration_cast<std::chrono::seconds>(kWedgedAfter).count());
       restarted_wedged = true;
       unreachable_since = {};
       CODEACT_TRY_STATUS(restart_running(id, std::chrono::seconds(0)));
     }
     if (now >= deadline) {
-      return core::deadline_exceeded(fmt::format("sandbox \"{}\": the kernel did not answer within {} s of starting", id,
-                                                 options_.ready_timeout.count() / 1000));
+      return core::deadline_exceeded(
+          fmt::format("sandbox \"{}\": the kernel did not answer within {} s of starting", id,
+                      options_.ready_timeout.count() / 1000));
     }
     std::this_thread::sleep_for(5ms);
   }
@@ -698,18 +744,22 @@ Result<SandboxInfo> SandboxManager::Impl::start(const SandboxOptions& in) {
   if (existing.ok()) {
     if (label_or(existing->labels, kSandboxLabel) != "1") {
       return core::already_exists(fmt::format(
-          "a container named {} exists but was not created by codeact; remove or rename it", container_name(id)));
+          "a container named {} exists but was not created by codeact; remove or rename it",
+          container_name(id)));
     }
-    bool network_changed = label_or(existing->labels, "io.codeact.network") != (options.network ? "1" : "0");
+    bool network_changed =
+        label_or(existing->labels, "io.codeact.network") != (options.network ? "1" : "0");
     bool image_changed = existing->config_image != image;
     bool old_layout = label_or(existing->labels, kLayoutLabel) != kLayout;
-    if (((network_changed || image_changed) && (!in.system_packages.empty() || in.network)) || old_layout) {
+    if (((network_changed || image_changed) && (!in.system_packages.empty() || in.network)) ||
+        old_layout) {
       // Asked for something the current container cannot give, or made by an older codeact:
       // recreate it; state is on the volume.
       CODEACT_TRY_STATUS(docker_->remove_container(container_name(id), {.force = true}));
       forget_auth(id);
       if (old_layout) {
-        options.network = options.network || label_or(existing->labels, "io.codeact.network") == "1";
+        options.network =
+            options.network || label_or(existing->labels, "io.codeact.network") == "1";
         notice = "its container was made by an older codeact and was recreated (state kept)";
       }
     } else {
@@ -745,16 +795,19 @@ Result<SandboxInfo> SandboxManager::Impl::start(const SandboxOptions& in) {
 
   CODEACT_TRY(Json hello, wait_ready(id));
   if (!options.python_packages.empty() && !options.network) {
-    return no_network_error(id, options.python_packages).with_context(fmt::format("sandbox \"{}\" started", id));
+    return no_network_error(id, options.python_packages)
+        .with_context(fmt::format("sandbox \"{}\" started", id));
   }
   if (!options.python_packages.empty()) {
-    auto r = call_with_recovery(id, "install", Json{{"packages", options.python_packages}, {"timeout", 600}},
+    auto r = call_with_recovery(id, "install",
+                                Json{{"packages", options.python_packages}, {"timeout", 600}},
                                 std::chrono::minutes(11), nullptr);
     if (!r.ok()) return r.error();
     if (core::json_string(*r, "status") != "ok") {
-      return core::failed_precondition(fmt::format("sandbox \"{}\" started, but installing {} failed:\n{}", id,
-                                                   core::join(options.python_packages, ", "),
-                                                   core::json_string(*r, "stderr") + core::json_string(*r, "stdout")));
+      return core::failed_precondition(
+          fmt::format("sandbox \"{}\" started, but installing {} failed:\n{}", id,
+                      core::join(options.python_packages, ", "),
+                      core::json_string(*r, "stderr") + core::json_string(*r, "stdout")));
     }
   }
   CODEACT_TRY(SandboxInfo info, this->info(id));
@@ -764,9 +817,10 @@ Result<SandboxInfo> SandboxManager::Impl::start(const SandboxOptions& in) {
   info.lost = json_list(hello.value("lost", Json::array()));
   if (::geteuid() == static_cast<uid_t>(kSandboxUid)) {
     notice += std::string(notice.empty() ? "" : "; ") +
-              fmt::format("codeact runs as uid {}, the sandbox user's uid, so the sandbox can write its "
-                          "kernel directory on the host; run codeact as another user (e.g. root)",
-                          kSandboxUid);
+              fmt::format(
+                  "codeact runs as uid {}, the sandbox user's uid, so the sandbox can write its "
+                  "kernel directory on the host; run codeact as another user (e.g. root)",
+                  kSandboxUid);
   }
   info.notice = notice;
   return info;
@@ -781,12 +835,14 @@ Result<SandboxInfo> SandboxManager::Impl::info(const std::string& id) {
   auto c = docker_->inspect_container(container_name(id));
   if (!c.ok()) {
     if (c.error().code() == core::Code::kNotFound) {
-      return core::not_found(fmt::format("no sandbox \"{}\" (start it with `codeact sandbox start --id {}`)", id, id));
+      return core::not_found(
+          fmt::format("no sandbox \"{}\" (start it with `codeact sandbox start --id {}`)", id, id));
     }
     return c.error();
   }
   if (label_or(c->labels, kSandboxLabel) != "1") {
-    return core::not_found(fmt::format("no sandbox \"{}\": container {} was not created by codeact", id, container_name(id)));
+    return core::not_found(fmt::format("no sandbox \"{}\": container {} was not created by codeact",
+                                       id, container_name(id)));
   }
   info.container_id = c->id;
   info.image = c->config_image;
@@ -814,7 +870,8 @@ Result<SandboxInfo> SandboxManager::Impl::restart(const std::string& id) {
     if (c->state.running && label_or(c->labels, kLayoutLabel) == kLayout) {
       CODEACT_TRY_STATUS(restart_running(id, std::chrono::seconds(5)));
     } else {
-      if (c->state.running) CODEACT_TRY_STATUS(docker_->stop_container(container_name(id), std::chrono::seconds(5)));
+      if (c->state.running)
+        CODEACT_TRY_STATUS(docker_->stop_container(container_name(id), std::chrono::seconds(5)));
       CODEACT_TRY_STATUS(start_container(id));
     }
   }
@@ -832,9 +889,11 @@ Status SandboxManager::Impl::remove(const std::string& id, bool volume) {
   auto c = docker_->inspect_container(container_name(id));
   bool had_container = c.ok() && label_or(c->labels, kSandboxLabel) == "1";
   if (c.ok() && !had_container) {
-    return core::failed_precondition(fmt::format("container {} was not created by codeact; not removing it", container_name(id)));
+    return core::failed_precondition(fmt::format(
+        "container {} was not created by codeact; not removing it", container_name(id)));
   }
-  if (had_container) CODEACT_TRY_STATUS(docker_->remove_container(container_name(id), {.force = true}));
+  if (had_container)
+    CODEACT_TRY_STATUS(docker_->remove_container(container_name(id), {.force = true}));
   forget_auth(id);
   std::error_code ec;
   fs::remove_all(kernel_dir(id), ec);
@@ -844,7 +903,8 @@ Status SandboxManager::Impl::remove(const std::string& id, bool volume) {
     auto v = docker_->inspect_volume(volume_name(id));
     if (v.ok()) {
       if (label_or(v->labels, kSandboxLabel) != "1") {
-        return core::failed_precondition(fmt::format("volume {} was not created by codeact; not removing it", volume_name(id)));
+        return core::failed_precondition(
+            fmt::format("volume {} was not created by codeact; not removing it", volume_name(id)));
       }
       had_volume = true;
       CODEACT_TRY_STATUS(docker_->remove_volume(volume_name(id), true));
@@ -903,7 +963,8 @@ Result<Json> SandboxManager::Impl::ensure_running(const std::string& id, std::st
   auto c = docker_->inspect_container(container_name(id));
   if (!c.ok()) {
     if (c.error().code() == core::Code::kNotFound) {
-      return core::not_found(fmt::format("no sandbox \"{}\" (start it with `codeact sandbox start --id {}`)", id, id));
+      return core::not_found(
+          fmt::format("no sandbox \"{}\" (start it with `codeact sandbox start --id {}`)", id, id));
     }
     return c.error();
   }
@@ -911,8 +972,9 @@ Result<Json> SandboxManager::Impl::ensure_running(const std::string& id, std::st
     CODEACT_TRY_STATUS(recreate_container(id, *c));
     CODEACT_TRY(Json hello, wait_ready(id));
     if (notice) {
-      *notice = fmt::format("sandbox \"{}\" was made by an older codeact; its container was recreated and {}", id,
-                            restore_clause(hello));
+      *notice = fmt::format(
+          "sandbox \"{}\" was made by an older codeact; its container was recreated and {}", id,
+          restore_clause(hello));
     }
     return hello;
   }
@@ -935,13 +997,14 @@ Result<Json> SandboxManager::Impl::ensure_running(const std::string& id, std::st
   CODEACT_TRY_STATUS(restart_running(id, std::chrono::seconds(0)));
   CODEACT_TRY(Json again, wait_ready(id));
   if (notice) {
-    *notice = fmt::format("sandbox \"{}\": {}; it was restarted and {}", id, hello.error().message(),
-                          restore_clause(again));
+    *notice = fmt::format("sandbox \"{}\": {}; it was restarted and {}", id,
+                          hello.error().message(), restore_clause(again));
   }
   return again;
 }
 
-Result<Json> SandboxManager::Impl::restart_kernel(const std::string& id, const std::string& why, std::string* notice) {
+Result<Json> SandboxManager::Impl::restart_kernel(const std::string& id, const std::string& why,
+                                                  std::string* notice) {
   {
     std::lock_guard lock(lock_for(id));
     auto c = docker_->inspect_container(container_name(id));
@@ -953,11 +1016,13 @@ Result<Json> SandboxManager::Impl::restart_kernel(const std::string& id, const s
     }
   }
   CODEACT_TRY(Json hello, wait_ready(id));
-  if (notice) *notice = fmt::format("{}; the sandbox was restarted and {}", why, restore_clause(hello));
+  if (notice)
+    *notice = fmt::format("{}; the sandbox was restarted and {}", why, restore_clause(hello));
   return hello;
 }
 
-Result<std::unique_ptr<KernelChannel>> SandboxManager::Impl::open_channel(const std::string& id, std::string* notice) {
+Result<std::unique_ptr<KernelChannel>> SandboxManager::Impl::open_channel(const std::string& id,
+                                                                          std::string* notice) {
   auto auth = auth_for(id);
   if (auth.ok()) {
     auto ch = KernelChannel::connect(socket_path(id), 200ms, *auth);
@@ -970,8 +1035,10 @@ Result<std::unique_ptr<KernelChannel>> SandboxManager::Impl::open_channel(const 
   return KernelChannel::connect(socket_path(id), 5s, fresh);
 }
 
-Result<Json> SandboxManager::Impl::authenticated_call(const std::string& id, const std::string& op, const Json& fields,
-                                                      const KernelCallOptions& options, std::string* notice) {
+Result<Json> SandboxManager::Impl::authenticated_call(const std::string& id, const std::string& op,
+                                                      const Json& fields,
+                                                      const KernelCallOptions& options,
+                                                      std::string* notice) {
   for (int attempt = 0;; ++attempt) {
     CODEACT_TRY(auto ch, open_channel(id, notice));
     auto r = ch->call(op, fields, options);
@@ -980,27 +1047,31 @@ Result<Json> SandboxManager::Impl::authenticated_call(const std::string& id, con
     // process recreated the container); else something else took the socket.
     forget_auth(id);
     std::string n;
-    CODEACT_TRY_STATUS(restart_kernel(id, fmt::format("sandbox \"{}\": {}", id, r.error().message()), &n));
+    CODEACT_TRY_STATUS(
+        restart_kernel(id, fmt::format("sandbox \"{}\": {}", id, r.error().message()), &n));
     if (notice) *notice = n;
   }
 }
 
-Result<Json> SandboxManager::Impl::call_with_recovery(const std::string& id, const std::string& op, Json fields,
-                                                      std::chrono::milliseconds timeout, std::string* notice) {
+Result<Json> SandboxManager::Impl::call_with_recovery(const std::string& id, const std::string& op,
+                                                      Json fields,
+                                                      std::chrono::milliseconds timeout,
+                                                      std::string* notice) {
   CODEACT_TRY_STATUS(validate_id(id));
   auto r = authenticated_call(id, op, fields, {.timeout = timeout}, notice);
   if (!r.ok() && r.error().code() == core::Code::kUnavailable) {
     std::string n;
     (void)ensure_running(id, &n);
-    return r.error().with_context(fmt::format("sandbox \"{}\": {} failed because the kernel stopped{}{}", id, op,
-                                              n.empty() ? "" : "; ", n));
+    return r.error().with_context(
+        fmt::format("sandbox \"{}\": {} failed because the kernel stopped{}{}", id, op,
+                    n.empty() ? "" : "; ", n));
   }
   if (!r.ok()) return r.error().with_context(fmt::format("sandbox \"{}\"", id));
   return r;
 }
 
-Result<Json> SandboxManager::Impl::kernel_call(const std::string& id, const std::string& op, Json fields,
-                                               std::chrono::milliseconds timeout) {
+Result<Json> SandboxManager::Impl::kernel_call(const std::string& id, const std::string& op,
+                                               Json fields, std::chrono::milliseconds timeout) {
   return call_with_recovery(id, op, std::move(fields), timeout, nullptr);
 }
 
@@ -1008,13 +1079,15 @@ std::string SandboxManager::Impl::disk_hint(const std::string& id) {
   auto c = docker_->inspect_container(container_name(id));
   std::string disk = c.ok() ? label_or(c->labels, kDiskLabel) : "";
   if (disk.empty()) return "";
-  return fmt::format(" (the sandbox's disk, limited to {}, is full: delete files under /output, or "
-                     "recreate the sandbox with a larger --disk; the state saved after the last "
-                     "cell that fitted is intact)",
-                     disk);
+  return fmt::format(
+      " (the sandbox's disk, limited to {}, is full: delete files under /output, or "
+      "recreate the sandbox with a larger --disk; the state saved after the last "
+      "cell that fitted is intact)",
+      disk);
 }
 
-Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id, const ExecuteRequest& req) {
+Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
+                                                    const ExecuteRequest& req) {
   CODEACT_TRY_STATUS(validate_id(id));
   std::string notice;
   Json fields{{"code", req.code},
@@ -1024,9 +1097,11 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id, const
               {"stream", static_cast<bool>(req.on_output)}};
   if (!req.execution_id.empty()) fields["execution_id"] = req.execution_id;
   if (req.variables.is_object() && !req.variables.empty()) fields["variables"] = req.variables;
-  const auto cell_budget = req.timeout_seconds > 0
-                               ? std::chrono::milliseconds(static_cast<int64_t>(req.timeout_seconds * 1000)) + options_.kill_grace
-                               : std::chrono::milliseconds(0);
+  const auto cell_budget =
+      req.timeout_seconds > 0
+          ? std::chrono::milliseconds(static_cast<int64_t>(req.timeout_seconds * 1000)) +
+                options_.kill_grace
+          : std::chrono::milliseconds(0);
   // When an earlier cell (whose caller went away) still runs, this one waits in the kernel's
   // queue: the kernel says so ("queued"), and this cell's own timeout starts when it starts.
   Json queued_behind;  // the running cell, while this one waits
@@ -1036,7 +1111,8 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id, const
   co.on_event = [&](const Json& ev) -> std::optional<std::chrono::milliseconds> {
     std::string type = core::json_string(ev, "type");
     if (type == "stream") {
-      if (req.on_output) req.on_output(core::json_string(ev, "name"), core::json_string(ev, "text"));
+      if (req.on_output)
+        req.on_output(core::json_string(ev, "name"), core::json_string(ev, "text"));
       return std::nullopt;
     }
     if (type == "queued") {
@@ -1045,10 +1121,12 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id, const
       // Wait for the earlier cell at most until its own timeout (plus grace) has passed; when
       // the kernel does not say what its timeout is, as long as this cell would have had.
       double their_timeout = core::json_number(queued_behind, "timeout_s", -1);
-      if (their_timeout < 0) return cell_budget.count() > 0 ? std::optional(cell_budget) : std::nullopt;
+      if (their_timeout < 0)
+        return cell_budget.count() > 0 ? std::optional(cell_budget) : std::nullopt;
       if (their_timeout == 0) return std::nullopt;  // it has no timeout: keep this cell's deadline
       double left = their_timeout - core::json_number(queued_behind, "running_ms") / 1000;
-      return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, left) * 1000)) + options_.kill_grace;
+      return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, left) * 1000)) +
+             options_.kill_grace;
     }
     if (type == "started") {
       started = true;
@@ -1074,13 +1152,16 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id, const
     }
     std::string persist_error = core::json_string(*r, "persist_error");
     if (!persist_error.empty() && mentions_full_disk(persist_error)) {
-      out.notice += (out.notice.empty() ? "" : "; ") + ("this cell's state was not saved: " + persist_error + disk_hint(id));
+      out.notice += (out.notice.empty() ? "" : "; ") +
+                    ("this cell's state was not saved: " + persist_error + disk_hint(id));
     }
     return out;
   }
-  auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
   core::Code code = r.error().code();
-  if (code != core::Code::kDeadlineExceeded && code != core::Code::kUnavailable && code != core::Code::kCancelled) {
+  if (code != core::Code::kDeadlineExceeded && code != core::Code::kUnavailable &&
+      code != core::Code::kCancelled) {
     return r.error().with_context(fmt::format("sandbox \"{}\"", id));
   }
   // The kernel is stuck past the cell's timeout, was cancelled mid-cell, or died: kill what is
@@ -1103,42 +1184,51 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id, const
       }
       std::this_thread::sleep_for(50ms);
     }
-    why = stopped ? exit_reason(*stopped) : "the kernel closed its connection and stopped answering";
+    why =
+        stopped ? exit_reason(*stopped) : "the kernel closed its connection and stopped answering";
     type = stopped && stopped->oom_killed ? "MemoryError" : "KernelDied";
   } else if (code == core::Code::kCancelled) {
     why = "the cell was cancelled and the kernel was stopped";
     type = "CancelledError";
   } else if (!started) {
     why = fmt::format(
-        "this cell did not run: the sandbox was still busy with an earlier cell (cell {}, execution id {}, running "
-        "for {:.0f} s, whose caller had gone) that did not stop within its timeout of {} s; the kernel was killed",
-        core::json_int(queued_behind, "cell"), core::json_string(queued_behind, "execution_id", "none"),
-        core::json_number(queued_behind, "running_ms") / 1000 + static_cast<double>(elapsed.count()) / 1000,
+        "this cell did not run: the sandbox was still busy with an earlier cell (cell {}, "
+        "execution id {}, running "
+        "for {:.0f} s, whose caller had gone) that did not stop within its timeout of {} s; the "
+        "kernel was killed",
+        core::json_int(queued_behind, "cell"),
+        core::json_string(queued_behind, "execution_id", "none"),
+        core::json_number(queued_behind, "running_ms") / 1000 +
+            static_cast<double>(elapsed.count()) / 1000,
         core::json_number(queued_behind, "timeout_s"));
     type = "SandboxBusy";
   } else {
-    why = fmt::format("the cell did not stop within its timeout of {}s and the kernel was killed", req.timeout_seconds);
+    why = fmt::format("the cell did not stop within its timeout of {}s and the kernel was killed",
+                      req.timeout_seconds);
     type = "TimeoutError";
   }
   std::string restarted;
   CODEACT_TRY(Json hello, restart_kernel(id, why, &restarted));
   out.cell = core::json_int(hello, "cell");
   out.timed_out = type == "TimeoutError";
-  out.error = CellError{type,
-                        fmt::format("{}; it was restarted from the snapshot of cell {}, so {}", why, out.cell,
-                                    type == "SandboxBusy" ? "run this cell again"
-                                                          : "changes this cell made after that are lost"),
-                        ""};
+  out.error = CellError{
+      type,
+      fmt::format("{}; it was restarted from the snapshot of cell {}, so {}", why, out.cell,
+                  type == "SandboxBusy" ? "run this cell again"
+                                        : "changes this cell made after that are lost"),
+      ""};
   auto lost = json_list(hello.value("lost", Json::array()));
   if (!lost.empty()) out.error->message += "; not restored: " + names_with_reasons(lost);
   out.notice = out.error->message;
   return out;
 }
 
-Result<BashResult> SandboxManager::Impl::bash(const std::string& id, const std::string& script, double timeout_seconds,
+Result<BashResult> SandboxManager::Impl::bash(const std::string& id, const std::string& script,
+                                              double timeout_seconds,
                                               const std::string& execution_id) {
   auto timeout = timeout_seconds > 0
-                     ? std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)) + options_.kill_grace
+                     ? std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)) +
+                           options_.kill_grace
                      : std::chrono::milliseconds(0);
   Json fields{{"script", script}, {"timeout", timeout_seconds}};
   if (!execution_id.empty()) fields["execution_id"] = execution_id;
@@ -1167,24 +1257,29 @@ Result<Json> SandboxManager::Impl::clear(const std::string& id) {
   return call_with_recovery(id, "clear", Json::object(), 60s, nullptr);
 }
 
-Result<std::vector<FileEntry>> SandboxManager::Impl::list_files(const std::string& id, const std::string& path) {
+Result<std::vector<FileEntry>> SandboxManager::Impl::list_files(const std::string& id,
+                                                                const std::string& path) {
   Json fields = Json::object();
   if (!path.empty()) fields["path"] = path;
   CODEACT_TRY(Json r, call_with_recovery(id, "files.list", fields, 60s, nullptr));
   std::vector<FileEntry> out;
   for (const auto& f : r.value("files", Json::array())) {
-    out.push_back({core::json_string(f, "path"), core::json_int(f, "size"), core::json_number(f, "mtime")});
+    out.push_back(
+        {core::json_string(f, "path"), core::json_int(f, "size"), core::json_number(f, "mtime")});
   }
   return out;
 }
 
-Result<std::string> SandboxManager::Impl::read_file(const std::string& id, const std::string& path) {
+Result<std::string> SandboxManager::Impl::read_file(const std::string& id,
+                                                    const std::string& path) {
   CODEACT_TRY(Json r, call_with_recovery(id, "files.read", Json{{"path", path}}, 120s, nullptr));
   return core::base64_decode(core::json_string(r, "data_b64"));
 }
 
-Status SandboxManager::Impl::write_file(const std::string& id, const std::string& path, std::string_view data) {
-  auto r = call_with_recovery(id, "files.write", Json{{"path", path}, {"data_b64", core::base64_encode(data)}}, 120s,
+Status SandboxManager::Impl::write_file(const std::string& id, const std::string& path,
+                                        std::string_view data) {
+  auto r = call_with_recovery(id, "files.write",
+                              Json{{"path", path}, {"data_b64", core::base64_encode(data)}}, 120s,
                               nullptr);
   if (!r.ok() && mentions_full_disk(r.error().message())) {
     return core::Error(core::Code::kResourceExhausted, r.error().message() + disk_hint(id));
@@ -1193,7 +1288,8 @@ Status SandboxManager::Impl::write_file(const std::string& id, const std::string
   return core::ok_status();
 }
 
-Result<InstallResult> SandboxManager::Impl::install(const std::string& id, const std::vector<std::string>& packages,
+Result<InstallResult> SandboxManager::Impl::install(const std::string& id,
+                                                    const std::vector<std::string>& packages,
                                                     bool system) {
   if (packages.empty()) return core::invalid_argument("no packages given to install");
   InstallResult out;
@@ -1204,7 +1300,8 @@ Result<InstallResult> SandboxManager::Impl::install(const std::string& id, const
     if (!c.ok()) return c.error();
     SandboxOptions opts = options_from_labels(id, *c);
     for (const auto& p : packages) {
-      if (std::find(opts.system_packages.begin(), opts.system_packages.end(), p) == opts.system_packages.end()) {
+      if (std::find(opts.system_packages.begin(), opts.system_packages.end(), p) ==
+          opts.system_packages.end()) {
         opts.system_packages.push_back(p);
       }
     }
@@ -1224,8 +1321,9 @@ Result<InstallResult> SandboxManager::Impl::install(const std::string& id, const
   for (const auto& p : packages) CODEACT_TRY_STATUS(validate_python_package(p));
   CODEACT_TRY(SandboxInfo current, info(id));
   if (!current.network) return no_network_error(id, packages);
-  CODEACT_TRY(Json r, call_with_recovery(id, "install", Json{{"packages", packages}, {"timeout", 600}},
-                                         std::chrono::minutes(11), nullptr));
+  CODEACT_TRY(Json r,
+              call_with_recovery(id, "install", Json{{"packages", packages}, {"timeout", 600}},
+                                 std::chrono::minutes(11), nullptr));
   out.ok = core::json_string(r, "status") == "ok";
   out.installed = string_list(r.value("installed", Json::array()));
   out.output = core::json_string(r, "stdout") + core::json_string(r, "stderr");
@@ -1233,7 +1331,8 @@ Result<InstallResult> SandboxManager::Impl::install(const std::string& id, const
 }
 
 Status SandboxManager::Impl::register_functions(const std::string& id, const Json& functions) {
-  CODEACT_TRY_STATUS(call_with_recovery(id, "bridge.register", Json{{"functions", functions}}, 60s, nullptr));
+  CODEACT_TRY_STATUS(
+      call_with_recovery(id, "bridge.register", Json{{"functions", functions}}, 60s, nullptr));
   return core::ok_status();
 }
 
@@ -1250,16 +1349,19 @@ Status SandboxManager::Impl::remove_volume(const std::string& id) {
   CODEACT_TRY_STATUS(validate_id(id));
   auto c = docker_->inspect_container(container_name(id));
   if (c.ok()) {
-    return core::failed_precondition(
-        fmt::format("sandbox \"{}\" still uses volume {}; run `codeact sandbox rm {} --volume` instead", id, volume_name(id), id));
+    return core::failed_precondition(fmt::format(
+        "sandbox \"{}\" still uses volume {}; run `codeact sandbox rm {} --volume` instead", id,
+        volume_name(id), id));
   }
   auto v = docker_->inspect_volume(volume_name(id));
   if (!v.ok()) {
-    if (v.error().code() == core::Code::kNotFound) return core::not_found(fmt::format("no volume {} (sandbox \"{}\")", volume_name(id), id));
+    if (v.error().code() == core::Code::kNotFound)
+      return core::not_found(fmt::format("no volume {} (sandbox \"{}\")", volume_name(id), id));
     return v.error();
   }
   if (label_or(v->labels, kSandboxLabel) != "1") {
-    return core::failed_precondition(fmt::format("volume {} was not created by codeact; not removing it", volume_name(id)));
+    return core::failed_precondition(
+        fmt::format("volume {} was not created by codeact; not removing it", volume_name(id)));
   }
   CODEACT_TRY_STATUS(docker_->remove_volume(volume_name(id), true));
   std::error_code ec;
@@ -1281,10 +1383,14 @@ SandboxManager::~SandboxManager() = default;
 Result<SandboxInfo> SandboxManager::start(const SandboxOptions& o) { return impl_->start(o); }
 Status SandboxManager::stop(const std::string& id) { return impl_->stop(id); }
 Result<SandboxInfo> SandboxManager::restart(const std::string& id) { return impl_->restart(id); }
-Status SandboxManager::remove(const std::string& id, bool volume) { return impl_->remove(id, volume); }
+Status SandboxManager::remove(const std::string& id, bool volume) {
+  return impl_->remove(id, volume);
+}
 Result<SandboxInfo> SandboxManager::info(const std::string& id) { return impl_->info(id); }
 Result<std::vector<SandboxInfo>> SandboxManager::list() { return impl_->list(); }
-Result<std::vector<std::string>> SandboxManager::cleanup(bool volumes) { return impl_->cleanup(volumes); }
+Result<std::vector<std::string>> SandboxManager::cleanup(bool volumes) {
+  return impl_->cleanup(volumes);
+}
 Result<ExecuteResult> SandboxManager::execute(const std::string& id, const ExecuteRequest& r) {
   return impl_->execute(id, r);
 }
@@ -1297,17 +1403,20 @@ Result<Json> SandboxManager::variable(const std::string& id, const std::string& 
   return impl_->variable(id, name);
 }
 Result<Json> SandboxManager::clear(const std::string& id) { return impl_->clear(id); }
-Result<std::vector<FileEntry>> SandboxManager::list_files(const std::string& id, const std::string& path) {
+Result<std::vector<FileEntry>> SandboxManager::list_files(const std::string& id,
+                                                          const std::string& path) {
   return impl_->list_files(id, path);
 }
 Result<std::string> SandboxManager::read_file(const std::string& id, const std::string& path) {
   return impl_->read_file(id, path);
 }
-Status SandboxManager::write_file(const std::string& id, const std::string& path, std::string_view data) {
+Status SandboxManager::write_file(const std::string& id, const std::string& path,
+                                  std::string_view data) {
   return impl_->write_file(id, path, data);
 }
 Result<InstallResult> SandboxManager::install(const std::string& id,
-                                              const std::vector<std::string>& packages, bool system) {
+                                              const std::vector<std::string>& packages,
+                                              bool system) {
   return impl_->install(id, packages, system);
 }
 Status SandboxManager::register_functions(const std::string& id, const Json& functions) {
@@ -1323,7 +1432,11 @@ Result<Json> SandboxManager::kernel_call(const std::string& id, const std::strin
 Result<std::vector<VolumeInfo>> SandboxManager::list_volumes() { return impl_->list_volumes(); }
 Status SandboxManager::remove_volume(const std::string& id) { return impl_->remove_volume(id); }
 DockerClient& SandboxManager::docker() { return impl_->docker(); }
-std::string SandboxManager::socket_path(const std::string& id) const { return impl_->socket_path(id); }
-VolumeSpec SandboxManager::volume_spec(const std::string& id) const { return impl_->volume_spec(id); }
+std::string SandboxManager::socket_path(const std::string& id) const {
+  return impl_->socket_path(id);
+}
+VolumeSpec SandboxManager::volume_spec(const std::string& id) const {
+  return impl_->volume_spec(id);
+}
 
 }  // namespace codeact::sandbox

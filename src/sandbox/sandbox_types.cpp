@@ -32,7 +32,8 @@ Json SandboxInfo::to_json() const {
 
 Json ExecuteResult::to_json() const {
   Json err = nullptr;
-  if (error) err = Json{{"type", error->type}, {"message", error->message}, {"traceback", error->traceback}};
+  if (error)
+    err = Json{{"type", error->type}, {"message", error->message}, {"traceback", error->traceback}};
   return Json{{"ok", ok},
               {"stdout", stdout_text},
               {"stderr", stderr_text},
@@ -63,8 +64,9 @@ ExecuteResult ExecuteResult::from_json(const Json& j) {
                         core::json_string(err, "traceback")};
   }
   std::string status = core::json_string(j, "status");
-  r.ok = j.contains("ok") && j["ok"].is_boolean() && !j.contains("status") ? j["ok"].get<bool>()
-                                                                          : (status.empty() ? !r.error : status == "ok");
+  r.ok = j.contains("ok") && j["ok"].is_boolean() && !j.contains("status")
+             ? j["ok"].get<bool>()
+             : (status.empty() ? !r.error : status == "ok");
   r.outputs = json_list(j.value("outputs", Json::array()));
   r.files = string_list(j.value("files", Json::array()));
   r.not_persisted = json_list(j.value("not_persisted", Json::array()));
@@ -82,13 +84,17 @@ ExecuteResult ExecuteResult::from_json(const Json& j) {
 }
 
 Json BashResult::to_json() const {
-  return Json{{"exit_code", exit_code}, {"stdout", stdout_text}, {"stderr", stderr_text},
-              {"timed_out", timed_out}, {"duration_ms", duration_ms},
-              {"notice", notice.empty() ? Json(nullptr) : Json(notice)}};
+  return Json{
+      {"exit_code", exit_code},     {"stdout", stdout_text},
+      {"stderr", stderr_text},      {"timed_out", timed_out},
+      {"duration_ms", duration_ms}, {"notice", notice.empty() ? Json(nullptr) : Json(notice)}};
 }
 
 Json InstallResult::to_json() const {
-  return Json{{"ok", ok}, {"installed", installed}, {"output", output}, {"image", image.empty() ? Json() : Json(image)}};
+  return Json{{"ok", ok},
+              {"installed", installed},
+              {"output", output},
+              {"image", image.empty() ? Json() : Json(image)}};
 }
 
 Result<int64_t> parse_size(const std::string& text) {
@@ -99,11 +105,20 @@ Result<int64_t> parse_size(const std::string& text) {
   }
   double v = std::stod(m[1].str());
   switch (m[2].str().empty() ? ' ' : std::tolower(m[2].str()[0])) {
-    case 'k': v *= 1024; break;
-    case 'm': v *= 1024 * 1024; break;
-    case 'g': v *= 1024.0 * 1024 * 1024; break;
-    case 't': v *= 1024.0 * 1024 * 1024 * 1024; break;
-    default: break;
+    case 'k':
+      v *= 1024;
+      break;
+    case 'm':
+      v *= 1024 * 1024;
+      break;
+    case 'g':
+      v *= 1024.0 * 1024 * 1024;
+      break;
+    case 't':
+      v *= 1024.0 * 1024 * 1024 * 1024;
+      break;
+    default:
+      break;
   }
   return static_cast<int64_t>(v);
 }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <map>
 #include <cstring>
+#include <map>
 #include <optional>
 
 namespace codeact::sandbox {
@@ -185,7 +185,10 @@ void TarWriter::write_header(const TarEntry& entry, std::string_view data) {
     put_octal(ph.data() + kSizeOff, 12, pax.size());
     put_octal(ph.data() + kMtimeOff, 12, static_cast<uint64_t>(std::max<int64_t>(entry.mtime, 0)));
     ph[kTypeOff] = 'x';
-    std::memcpy(ph.data() + kMagicOff, "ustar\0" "00", 8);
+    std::memcpy(ph.data() + kMagicOff,
+                "ustar\0"
+                "00",
+                8);
     std::memset(ph.data() + kChksumOff, ' ', 8);
     unsigned sum = 0;
     for (char c : ph) sum += static_cast<unsigned char>(c);
@@ -203,14 +206,27 @@ void TarWriter::write_header(const TarEntry& entry, std::string_view data) {
   put_octal(h.data() + kMtimeOff, 12, static_cast<uint64_t>(std::max<int64_t>(entry.mtime, 0)));
   char type = '0';
   switch (entry.type) {
-    case TarEntryType::kFile: type = '0'; break;
-    case TarEntryType::kDirectory: type = '5'; break;
-    case TarEntryType::kSymlink: type = '2'; break;
-    case TarEntryType::kHardLink: type = '1'; break;
-    case TarEntryType::kOther: type = '0'; break;
+    case TarEntryType::kFile:
+      type = '0';
+      break;
+    case TarEntryType::kDirectory:
+      type = '5';
+      break;
+    case TarEntryType::kSymlink:
+      type = '2';
+      break;
+    case TarEntryType::kHardLink:
+      type = '1';
+      break;
+    case TarEntryType::kOther:
+      type = '0';
+      break;
   }
   h[kTypeOff] = type;
-  std::memcpy(h.data() + kMagicOff, "ustar\0" "00", 8);
+  std::memcpy(h.data() + kMagicOff,
+              "ustar\0"
+              "00",
+              8);
   std::memset(h.data() + kChksumOff, ' ', 8);
   unsigned sum = 0;
   for (char c : h) sum += static_cast<unsigned char>(c);
@@ -286,7 +302,7 @@ core::Result<std::string> write_tar(const std::vector<TarEntry>& entries) {
 
 core::Result<std::vector<TarEntry>> read_tar(std::string_view archive) {
   std::vector<TarEntry> entries;
-  std::map<std::string, std::string> pax;     // applies to the next entry
+  std::map<std::string, std::string> pax;  // applies to the next entry
   std::optional<std::string> gnu_long_name, gnu_long_link;
   size_t pos = 0;
   while (true) {
@@ -358,7 +374,8 @@ core::Result<std::vector<TarEntry>> read_tar(std::string_view archive) {
     if (pax.count("uid")) e.uid = static_cast<uint32_t>(to_u64(pax["uid"]));
     if (pax.count("gid")) e.gid = static_cast<uint32_t>(to_u64(pax["gid"]));
     e.mtime = static_cast<int64_t>(parse_number(h + kMtimeOff, 12).value_or(0));
-    if (pax.count("mtime")) e.mtime = static_cast<int64_t>(to_u64(pax["mtime"].substr(0, pax["mtime"].find('.'))));
+    if (pax.count("mtime"))
+      e.mtime = static_cast<int64_t>(to_u64(pax["mtime"].substr(0, pax["mtime"].find('.'))));
     switch (type) {
       case '0':
       case '\0':
@@ -366,10 +383,18 @@ core::Result<std::vector<TarEntry>> read_tar(std::string_view archive) {
         e.type = TarEntryType::kFile;
         e.data = std::string(data);
         break;
-      case '5': e.type = TarEntryType::kDirectory; break;
-      case '2': e.type = TarEntryType::kSymlink; break;
-      case '1': e.type = TarEntryType::kHardLink; break;
-      default: e.type = TarEntryType::kOther; break;
+      case '5':
+        e.type = TarEntryType::kDirectory;
+        break;
+      case '2':
+        e.type = TarEntryType::kSymlink;
+        break;
+      case '1':
+        e.type = TarEntryType::kHardLink;
+        break;
+      default:
+        e.type = TarEntryType::kOther;
+        break;
     }
     // Old tars mark directories only by a trailing slash.
     if (e.type == TarEntryType::kFile && name.size() > 1 && name.back() == '/' && data.empty()) {

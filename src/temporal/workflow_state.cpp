@@ -61,7 +61,8 @@ bool is_job_event(const historyv1::HistoryEvent& e) {
 void encode_retry_policy(const RetryPolicy& policy, ::temporal::api::common::v1::RetryPolicy* out) {
   set_duration(policy.initial_interval, out->mutable_initial_interval());
   out->set_backoff_coefficient(policy.backoff_coefficient);
-  if (policy.maximum_interval.count() > 0) set_duration(policy.maximum_interval, out->mutable_maximum_interval());
+  if (policy.maximum_interval.count() > 0)
+    set_duration(policy.maximum_interval, out->mutable_maximum_interval());
   out->set_maximum_attempts(policy.maximum_attempts);
   for (const auto& t : policy.non_retryable_error_types) out->add_non_retryable_error_types(t);
 }

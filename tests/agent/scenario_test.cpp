@@ -1,5 +1,6 @@
-// Agent-loop scenarios as data: each tests/agent/scenarios/*.{yaml,yml,json} scripts the model's turns and
-// states what must happen (tool runs, what the model is sent back, events, output or error).
+// Agent-loop scenarios as data: each tests/agent/scenarios/*.{yaml,yml,json} scripts the model's
+// turns and states what must happen (tool runs, what the model is sent back, events, output or
+// error).
 // This runner gives the scenarios a catalogue of real C++ tools (below) and a scripted
 // FunctionModel, runs Agent::run (direct mode: tools on threads) and checks every expectation.
 //
@@ -7,8 +8,9 @@
 //   behaviour: one sentence: what the scenario proves
 //   agent: {tools: [names], max_tool_retries: n, max_output_retries: n,
 //           output: text | {mode: tool|native|prompted, schema: {...}},
-//           usage_limits: {request_limit, tool_calls_limit, input_tokens_limit, output_tokens_limit,
-//                          total_tokens_limit}, instructions: text, system_prompt: text}
+//           usage_limits: {request_limit, tool_calls_limit, input_tokens_limit,
+//                          output_tokens_limit, total_tokens_limit},
+//           instructions: text, system_prompt: text}
 //   prompt: the user prompt
 //   turns: the model's responses in order; each {text: "...", text_chunks: [...],
 //          tool_calls: [{tool, id, args | args_raw}], usage: {input_tokens, output_tokens}}
@@ -47,7 +49,8 @@ struct AddArgs {
   int64_t a = 0;
   int64_t b = 0;
   static auto fields() {
-    return std::tuple{field(&AddArgs::a, "a", "first addend"), field(&AddArgs::b, "b", "second addend")};
+    return std::tuple{field(&AddArgs::a, "a", "first addend"),
+                      field(&AddArgs::b, "b", "second addend")};
   }
 };
 
@@ -55,8 +58,9 @@ struct SearchFilter {
   double min_score = 0;
   std::optional<std::string> language;
   static auto fields() {
-    return std::tuple{field(&SearchFilter::min_score, "min_score", "lowest score kept").min(0).max(1),
-                      field(&SearchFilter::language, "language", "ISO code")};
+    return std::tuple{
+        field(&SearchFilter::min_score, "min_score", "lowest score kept").min(0).max(1),
+        field(&SearchFilter::language, "language", "ISO code")};
   }
 };
 
@@ -70,7 +74,9 @@ struct SearchArgs {
     return std::tuple{
         field(&SearchArgs::query, "query", "what to look for"),
         field(&SearchArgs::limit, "limit", "maximum number of hits"),
-        field(&SearchArgs::order, "order", "sort order").choices({"relevance", "date"}).with_default(),
+        field(&SearchArgs::order, "order", "sort order")
+            .choices({"relevance", "date"})
+            .with_default(),
         field(&SearchArgs::tags, "tags", "only documents with all these tags").with_default(),
         field(&SearchArgs::filter, "filter", "score and language filter").with_default(),
     };
@@ -81,11 +87,11 @@ struct SearchArgs {
 struct World {
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<Json> runs;                  // GUARDED_BY(mu): {tool, args}
-  std::set<std::string> started;           // GUARDED_BY(mu): rendezvous tools that began
-  std::map<std::string, int> calls;        // GUARDED_BY(mu)
-  int running = 0;                         // GUARDED_BY(mu): sequential tools running now
-  int max_running = 0;                     // GUARDED_BY(mu)
+  std::vector<Json> runs;            // GUARDED_BY(mu): {tool, args}
+  std::set<std::string> started;     // GUARDED_BY(mu): rendezvous tools that began
+  std::map<std::string, int> calls;  // GUARDED_BY(mu)
+  int running = 0;                   // GUARDED_BY(mu): sequential tools running now
+  int max_running = 0;               // GUARDED_BY(mu)
 
   void record(const std::string& tool, const Json& args) {
     std::lock_guard<std::mutex> lock(mu);
@@ -99,16 +105,20 @@ ToolResult ok(Json content) { return ToolOutcome{ToolReturn{std::move(content), 
 // A tool that waits (up to 5 s) until its peer has started too: both return "met <peer>" only if
 // the loop ran them at the same time.
 Tool rendezvous(World& w, const std::string& self, const std::string& peer) {
-  return Tool::from_schema(self, "Waits for " + peer + " to start.", Json{{"type", "object"}, {"properties", Json::object()}},
-                           [&w, self, peer](const Json& args, const RunContext&) -> ToolResult {
-                             w.record(self, args);
-                             std::unique_lock<std::mutex> lock(w.mu);
-                             w.started.insert(self);
-                             w.cv.notify_all();
-                             bool met = w.cv.wait_for(lock, std::chrono::seconds(5), [&] { return w.started.count(peer) > 0; });
-                             if (!met) return core::deadline_exceeded(self + ": " + peer + " never started while I waited");
-                             return ok("met " + peer);
-                           });
+  return Tool::from_schema(
+      self, "Waits for " + peer + " to start.",
+      Json{{"type", "object"}, {"properties", Json::object()}},
+      [&w, self, peer](const Json& args, const RunContext&) -> ToolResult {
+        w.record(self, args);
+        std::unique_lock<std::mutex> lock(w.mu);
+        w.started.insert(self);
+        w.cv.notify_all();
+        bool met =
+            w.cv.wait_for(lock, std::chrono::seconds(5), [&] { return w.started.count(peer) > 0; });
+        if (!met)
+          return core::deadline_exceeded(self + ": " + peer + " never started while I waited");
+        return ok("met " + peer);
+      });
 }
 
 // A sequential tool that notes how many of its kind ran at once.
@@ -132,53 +142,62 @@ std::shared_ptr<FunctionToolset> catalogue(World& w, const std::vector<std::stri
   std::map<std::string, std::function<Tool()>> all = {
       {"add",
        [&] {
-         return Tool::typed<AddArgs>("add", "Adds two integers.", [&w](const AddArgs& a, const RunContext&) -> ToolResult {
-           w.record("add", to_json_value(a));
-           return ok(a.a + a.b);
-         });
+         return Tool::typed<AddArgs>("add", "Adds two integers.",
+                                     [&w](const AddArgs& a, const RunContext&) -> ToolResult {
+                                       w.record("add", to_json_value(a));
+                                       return ok(a.a + a.b);
+                                     });
        }},
       {"search",
        [&] {
-         return Tool::typed<SearchArgs>("search", "Searches documents.", [&w](const SearchArgs& a, const RunContext&) -> ToolResult {
-           Json args = to_json_value(a);
-           w.record("search", args);
-           return ok(Json{{"hits", Json::array()}, {"query", a.query}});
-         });
+         return Tool::typed<SearchArgs>(
+             "search", "Searches documents.",
+             [&w](const SearchArgs& a, const RunContext&) -> ToolResult {
+               Json args = to_json_value(a);
+               w.record("search", args);
+               return ok(Json{{"hits", Json::array()}, {"query", a.query}});
+             });
        }},
       {"fail",
        [&] {
-         return Tool::from_schema("fail", "Always fails.", Json{{"type", "object"}}, [&w](const Json& args, const RunContext&) -> ToolResult {
-           w.record("fail", args);
-           return core::unavailable("backend is down (try another way)");
-         });
+         return Tool::from_schema("fail", "Always fails.", Json{{"type", "object"}},
+                                  [&w](const Json& args, const RunContext&) -> ToolResult {
+                                    w.record("fail", args);
+                                    return core::unavailable("backend is down (try another way)");
+                                  });
        }},
       {"throws",
        [&] {
-         return Tool::from_schema("throws", "Throws.", Json{{"type", "object"}}, [&w](const Json& args, const RunContext&) -> ToolResult {
-           w.record("throws", args);
-           throw std::runtime_error("index 7 out of range");
-         });
+         return Tool::from_schema("throws", "Throws.", Json{{"type", "object"}},
+                                  [&w](const Json& args, const RunContext&) -> ToolResult {
+                                    w.record("throws", args);
+                                    throw std::runtime_error("index 7 out of range");
+                                  });
        }},
       {"flaky",
        [&] {
-         return Tool::from_schema("flaky", "Asks to be retried once.", Json{{"type", "object"}},
-                                  [&w](const Json& args, const RunContext& ctx) -> ToolResult {
-                                    w.record("flaky", args);
-                                    if (ctx.retry == 0) return ToolOutcome{ModelRetry{"not ready yet, call me again"}};
-                                    return ok("ready after " + std::to_string(ctx.retry) + " retry");
-                                  });
+         return Tool::from_schema(
+             "flaky", "Asks to be retried once.", Json{{"type", "object"}},
+             [&w](const Json& args, const RunContext& ctx) -> ToolResult {
+               w.record("flaky", args);
+               if (ctx.retry == 0) return ToolOutcome{ModelRetry{"not ready yet, call me again"}};
+               return ok("ready after " + std::to_string(ctx.retry) + " retry");
+             });
        }},
       {"echo",
        [&] {
-         return Tool::from_schema("echo", "Echoes text.",
-                                  Json{{"type", "object"},
-                                       {"properties", {{"text", {{"type", "string"}}}, {"times", {{"type", "integer"}, {"minimum", 1}}}}},
-                                       {"required", {"text"}},
-                                       {"additionalProperties", false}},
-                                  [&w](const Json& args, const RunContext&) -> ToolResult {
-                                    w.record("echo", args);
-                                    return ToolOutcome{ToolReturn{args, args["text"].get<std::string>()}};
-                                  });
+         return Tool::from_schema(
+             "echo", "Echoes text.",
+             Json{{"type", "object"},
+                  {"properties",
+                   {{"text", {{"type", "string"}}},
+                    {"times", {{"type", "integer"}, {"minimum", 1}}}}},
+                  {"required", {"text"}},
+                  {"additionalProperties", false}},
+             [&w](const Json& args, const RunContext&) -> ToolResult {
+               w.record("echo", args);
+               return ToolOutcome{ToolReturn{args, args["text"].get<std::string>()}};
+             });
        }},
       {"meet_a", [&] { return rendezvous(w, "meet_a", "meet_b"); }},
       {"meet_b", [&] { return rendezvous(w, "meet_b", "meet_a"); }},
@@ -188,7 +207,8 @@ std::shared_ptr<FunctionToolset> catalogue(World& w, const std::vector<std::stri
   auto set = std::make_shared<FunctionToolset>();
   for (const auto& n : names) {
     auto it = all.find(n);
-    if (it == all.end()) throw std::runtime_error("scenario names unknown catalogue tool '" + n + "'");
+    if (it == all.end())
+      throw std::runtime_error("scenario names unknown catalogue tool '" + n + "'");
     set->add(it->second());
   }
   return set;
@@ -208,9 +228,11 @@ llm::ModelResponse response_for(const Json& turn) {
   for (const auto& c : turn.value("tool_calls", Json::array())) {
     std::string id = core::json_string(c, "id");
     if (c.contains("args_raw")) {
-      r.parts.push_back(llm::ToolCallPart::from_args_text(c["tool"].get<std::string>(), c["args_raw"].get<std::string>(), id));
+      r.parts.push_back(llm::ToolCallPart::from_args_text(c["tool"].get<std::string>(),
+                                                          c["args_raw"].get<std::string>(), id));
     } else {
-      r.parts.push_back(llm::ToolCallPart{c["tool"].get<std::string>(), c.value("args", Json::object()), id, "", {}});
+      r.parts.push_back(llm::ToolCallPart{
+          c["tool"].get<std::string>(), c.value("args", Json::object()), id, "", {}});
     }
   }
   if (turn.contains("usage")) {
@@ -236,14 +258,16 @@ std::shared_ptr<llm::FunctionModel> scripted_model(Script& s) {
       std::lock_guard<std::mutex> lock(s.mu);
       s.seen.push_back(messages);
       if (s.next >= s.turns.size()) {
-        return core::failed_precondition("scripted model: no turn " + std::to_string(s.next + 1) + " in the scenario");
+        return core::failed_precondition("scripted model: no turn " + std::to_string(s.next + 1) +
+                                         " in the scenario");
       }
       turn = s.turns[s.next++];
     }
     llm::ModelResponse r = response_for(turn);
     if (turn.contains("text_chunks")) {
       emit(llm::PartStartEvent{0, llm::TextPart{}});
-      for (const auto& c : turn["text_chunks"]) emit(llm::PartDeltaEvent{0, llm::TextPartDelta{c.get<std::string>()}});
+      for (const auto& c : turn["text_chunks"])
+        emit(llm::PartDeltaEvent{0, llm::TextPartDelta{c.get<std::string>()}});
       emit(llm::PartEndEvent{0, r.parts[0]});
       return r;
     }
@@ -272,7 +296,8 @@ std::string part_kind(const llm::ModelRequestPart& p) {
 }
 
 // The parts of the last request in `messages`.
-std::vector<llm::ModelRequestPart> last_request_parts(const std::vector<llm::ModelMessage>& messages) {
+std::vector<llm::ModelRequestPart> last_request_parts(
+    const std::vector<llm::ModelMessage>& messages) {
   for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
     if (const auto* r = std::get_if<llm::ModelRequest>(&*it)) return r->parts;
   }
@@ -308,7 +333,8 @@ void check_part(const llm::ModelRequestPart& part, const Json& want, const std::
     EXPECT_EQ(content, want["content"]) << core::dump_json(content);
   }
   if (want.contains("contains")) {
-    EXPECT_NE(text.find(want["contains"].get<std::string>()), std::string::npos) << "actual text: " << text;
+    EXPECT_NE(text.find(want["contains"].get<std::string>()), std::string::npos)
+        << "actual text: " << text;
   }
 }
 
@@ -317,7 +343,8 @@ OutputSpec output_spec(const Json& j) {
   std::string mode = core::json_string(j, "mode", "tool");
   auto m = llm::output_mode_from_name(mode);
   if (!m.ok()) throw std::runtime_error("bad output mode " + mode);
-  return OutputSpec::from_schema(j.value("schema", Json::object()), *m, core::json_string(j, "name", "final_result"));
+  return OutputSpec::from_schema(j.value("schema", Json::object()), *m,
+                                 core::json_string(j, "name", "final_result"));
 }
 
 std::optional<int64_t> opt_int(const Json& j, const char* key) {
@@ -342,15 +369,19 @@ TEST_P(ScenarioTest, Runs) {
   AgentOptions options;
   options.name = GetParam();
   std::vector<std::string> tool_names;
-  for (const auto& t : agent_conf.value("tools", Json::array())) tool_names.push_back(t.get<std::string>());
+  for (const auto& t : agent_conf.value("tools", Json::array()))
+    tool_names.push_back(t.get<std::string>());
   options.toolsets.push_back(catalogue(world, tool_names));
   options.max_tool_retries = static_cast<int>(core::json_int(agent_conf, "max_tool_retries", 1));
-  options.max_output_retries = static_cast<int>(core::json_int(agent_conf, "max_output_retries", 1));
+  options.max_output_retries =
+      static_cast<int>(core::json_int(agent_conf, "max_output_retries", 1));
   options.output = output_spec(agent_conf.value("output", Json()));
   options.instructions = core::json_string(agent_conf, "instructions");
-  if (agent_conf.contains("system_prompt")) options.system_prompts.push_back(agent_conf["system_prompt"].get<std::string>());
+  if (agent_conf.contains("system_prompt"))
+    options.system_prompts.push_back(agent_conf["system_prompt"].get<std::string>());
   const Json ul = agent_conf.value("usage_limits", Json::object());
-  if (ul.contains("request_limit")) options.usage_limits.request_limit = opt_int(ul, "request_limit");
+  if (ul.contains("request_limit"))
+    options.usage_limits.request_limit = opt_int(ul, "request_limit");
   options.usage_limits.tool_calls_limit = opt_int(ul, "tool_calls_limit");
   options.usage_limits.input_tokens_limit = opt_int(ul, "input_tokens_limit");
   options.usage_limits.output_tokens_limit = opt_int(ul, "output_tokens_limit");
@@ -368,9 +399,11 @@ TEST_P(ScenarioTest, Runs) {
   auto result = agent.run(sc["prompt"].get<std::string>(), std::move(run));
 
   if (expect.contains("error")) {
-    ASSERT_FALSE(result.ok()) << "expected an error, got output " << core::dump_json(result->output);
+    ASSERT_FALSE(result.ok()) << "expected an error, got output "
+                              << core::dump_json(result->output);
     EXPECT_EQ(core::code_name(result.error().code()), expect["error"].value("code", ""));
-    EXPECT_NE(result.error().message().find(expect["error"].value("contains", "")), std::string::npos)
+    EXPECT_NE(result.error().message().find(expect["error"].value("contains", "")),
+              std::string::npos)
         << result.error().message();
   } else {
     ASSERT_TRUE(result.ok()) << result.error().to_string();
@@ -382,17 +415,21 @@ TEST_P(ScenarioTest, Runs) {
     std::multiset<std::string> got, want;
     for (const auto& r : world.runs) got.insert(core::dump_json(r));
     for (const auto& r : expect["tool_runs"]) {
-      want.insert(core::dump_json(Json{{"tool", r["tool"]}, {"args", r.value("args", Json::object())}}));
+      want.insert(
+          core::dump_json(Json{{"tool", r["tool"]}, {"args", r.value("args", Json::object())}}));
     }
     EXPECT_EQ(got, want);
   }
   for (const auto& s : expect.value("sent", Json::array())) {
     size_t turn = static_cast<size_t>(s["turn"].get<int>());
-    ASSERT_LE(turn, script.seen.size()) << "the model was asked only " << script.seen.size() << " times";
+    ASSERT_LE(turn, script.seen.size())
+        << "the model was asked only " << script.seen.size() << " times";
     auto parts = last_request_parts(script.seen[turn - 1]);
     const Json& want = s["parts"];
-    ASSERT_EQ(parts.size(), want.size()) << "turn " << turn << " got " << core::dump_json(llm::to_json(script.seen[turn - 1]));
-    for (size_t i = 0; i < parts.size(); ++i) check_part(parts[i], want[i], "turn " + std::to_string(turn) + " part " + std::to_string(i));
+    ASSERT_EQ(parts.size(), want.size())
+        << "turn " << turn << " got " << core::dump_json(llm::to_json(script.seen[turn - 1]));
+    for (size_t i = 0; i < parts.size(); ++i)
+      check_part(parts[i], want[i], "turn " + std::to_string(turn) + " part " + std::to_string(i));
   }
   if (expect.contains("events")) {
     std::vector<std::string> want;
@@ -426,7 +463,8 @@ std::vector<std::string> scenario_files() {
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(CODEACT_AGENT_SCENARIO_DIR)) {
     auto ext = e.path().extension();
-    if (ext == ".yaml" || ext == ".yml" || ext == ".json") out.push_back(e.path().filename().string());
+    if (ext == ".yaml" || ext == ".yml" || ext == ".json")
+      out.push_back(e.path().filename().string());
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -20,7 +20,8 @@ EnvLookup fake_env(std::map<std::string, std::string> vars) {
 }  // namespace
 
 TEST(Config, YamlScalarsBecomeTypedJson) {
-  auto j = parse_yaml("temporal:\n  url: localhost:7233\n  port: 7233\nflag: true\nratio: 0.5\nquoted: \"42\"\n");
+  auto j = parse_yaml(
+      "temporal:\n  url: localhost:7233\n  port: 7233\nflag: true\nratio: 0.5\nquoted: \"42\"\n");
   ASSERT_TRUE(j.ok()) << j.error().to_string();
   EXPECT_EQ((*j)["temporal"]["url"], "localhost:7233");
   EXPECT_EQ((*j)["temporal"]["port"], 7233);
@@ -37,8 +38,9 @@ TEST(Config, YamlSyntaxErrorNamesLineAndColumn) {
 }
 
 TEST(Config, InterpolatesVariablesAndDefaults) {
-  auto j = parse_yaml("llm:\n  gemini:\n    api_key: ${GEMINI_API_KEY}\n    model_name: ${MODEL:-gemini-2.5-pro}\n"
-                      "    price: $$5 ${CUR}\n");
+  auto j = parse_yaml(
+      "llm:\n  gemini:\n    api_key: ${GEMINI_API_KEY}\n    model_name: ${MODEL:-gemini-2.5-pro}\n"
+      "    price: $$5 ${CUR}\n");
   ASSERT_TRUE(j.ok());
   auto r = interpolate_env(*j, fake_env({{"GEMINI_API_KEY", "k-123"}, {"CUR", "usd"}}));
   ASSERT_TRUE(r.ok()) << r.error().to_string();
@@ -48,7 +50,8 @@ TEST(Config, InterpolatesVariablesAndDefaults) {
 }
 
 TEST(Config, UnsetVariableIsAnErrorNamingVariableAndKey) {
-  auto r = interpolate_env(Json{{"llm", {{"openai", {{"api_key", "${OPENAI_API_KEY}"}}}}}}, fake_env({}));
+  auto r = interpolate_env(Json{{"llm", {{"openai", {{"api_key", "${OPENAI_API_KEY}"}}}}}},
+                           fake_env({}));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("OPENAI_API_KEY"), std::string::npos);
   EXPECT_NE(r.error().message().find("llm.openai.api_key"), std::string::npos);

@@ -36,7 +36,9 @@ class LocalServer {
       res.set_content("{\"message\":\"no such thing\"}", "application/json");
     });
     if (unix_socket) {
-      socket_path_ = (std::filesystem::temp_directory_path() / ("codeact-http-" + std::to_string(::getpid()) + ".sock")).string();
+      socket_path_ = (std::filesystem::temp_directory_path() /
+                      ("codeact-http-" + std::to_string(::getpid()) + ".sock"))
+                         .string();
       std::filesystem::remove(socket_path_);
       server_.set_address_family(AF_UNIX);
       thread_ = std::thread([this] { server_.listen(socket_path_, 80); });
@@ -51,7 +53,9 @@ class LocalServer {
     thread_.join();
     if (!socket_path_.empty()) std::filesystem::remove(socket_path_);
   }
-  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+  std::string url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
   const std::string& socket_path() const { return socket_path_; }
 
  private:
@@ -65,7 +69,10 @@ class LocalServer {
 TEST(HttpClient, PostsBodyAndHeadersAndReadsResponse) {
   LocalServer server;
   CurlTransport http;
-  HttpRequest req{.method = "POST", .url = server.url("/echo"), .headers = {{"Authorization", "Bearer t"}}, .body = "payload"};
+  HttpRequest req{.method = "POST",
+                  .url = server.url("/echo"),
+                  .headers = {{"Authorization", "Bearer t"}},
+                  .body = "payload"};
   auto r = http.send(req);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(r->status, 200);

@@ -32,7 +32,8 @@ TEST(Result, CodeDecidesRetryHttpAndExit) {
   EXPECT_EQ(http_status(Code::kNotFound), 404);
   EXPECT_EQ(http_status(Code::kResourceExhausted), 429);
   EXPECT_EQ(code_from_name(code_name(Code::kFailedPrecondition)), Code::kFailedPrecondition);
-  EXPECT_EQ(not_found("image").with_context("sandbox \"a\"").to_string(), "NotFound: sandbox \"a\": image");
+  EXPECT_EQ(not_found("image").with_context("sandbox \"a\"").to_string(),
+            "NotFound: sandbox \"a\": image");
 }
 
 // README.md: `sandbox exec` exits 0 when the cell ran, 1 when it raised, 2 on a usage error, 3

@@ -10,8 +10,9 @@ using namespace std::chrono_literals;
 TEST(Subprocess, RunsWithArgumentsInputAndEnvironment) {
   ProcessOptions opts;
   opts.env["CODEACT_X"] = "hello";
-  auto r = run_process({"sh", "-c", "read line; echo \"$line $CODEACT_X $1\"; echo err >&2; exit 3", "sh", "a b;c"},
-                       5s, "input\n", opts);
+  auto r = run_process(
+      {"sh", "-c", "read line; echo \"$line $CODEACT_X $1\"; echo err >&2; exit 3", "sh", "a b;c"},
+      5s, "input\n", opts);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(r->exit_code, 3);
   EXPECT_EQ(r->stdout_text, "input hello a b;c\n");
@@ -34,7 +35,8 @@ TEST(Subprocess, TimeoutKillsTheWholeProcessGroup) {
 }
 
 TEST(Subprocess, LargeOutputDoesNotDeadlock) {
-  auto r = run_process({"sh", "-c", "head -c 3000000 /dev/zero; head -c 3000000 /dev/zero >&2"}, 20s);
+  auto r =
+      run_process({"sh", "-c", "head -c 3000000 /dev/zero; head -c 3000000 /dev/zero >&2"}, 20s);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->stdout_text.size(), 3000000u);
   EXPECT_EQ(r->stderr_text.size(), 3000000u);

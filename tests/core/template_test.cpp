@@ -19,21 +19,13 @@ struct Case {
 };
 
 const Case kJinja2Cases[] = {
-    {R"T(plain text)T",
-     R"J({})J",
-     R"E(plain text)E"},
-    {R"T(Hello {{ name }}!)T",
-     R"J({"name": "World"})J",
-     R"E(Hello World!)E"},
+    {R"T(plain text)T", R"J({})J", R"E(plain text)E"},
+    {R"T(Hello {{ name }}!)T", R"J({"name": "World"})J", R"E(Hello World!)E"},
     {R"T({{ user.name }} {{ user['age'] }} {{ items[1] }} {{ items[-1] }} {{ items.0 }})T",
-     R"J({"user": {"name": "Ada", "age": 36}, "items": [1, 2, 3]})J",
-     R"E(Ada 36 2 3 1)E"},
-    {R"T({{ missing }}|{{ user.nope }}|{{ user['k'] }})T",
-     R"J({"user": {}})J",
-     R"E(||)E"},
+     R"J({"user": {"name": "Ada", "age": 36}, "items": [1, 2, 3]})J", R"E(Ada 36 2 3 1)E"},
+    {R"T({{ missing }}|{{ user.nope }}|{{ user['k'] }})T", R"J({"user": {}})J", R"E(||)E"},
     {R"T({{ flag }} {{ nothing }} {{ 1.0 }} {{ 2.5 }} {{ 1e20 }} {{ 0.0001 }} {{ 3 }})T",
-     R"J({"flag": true, "nothing": null})J",
-     R"E(True None 1.0 2.5 1e+20 0.0001 3)E"},
+     R"J({"flag": true, "nothing": null})J", R"E(True None 1.0 2.5 1e+20 0.0001 3)E"},
     {R"T({{ pkgs }} {{ vars }})T",
      R"J({"pkgs": ["numpy", "pandas"], "vars": {"df": "DataFrame", "x": "int"}})J",
      R"E(['numpy', 'pandas'] {'df': 'DataFrame', 'x': 'int'})E"},
@@ -41,16 +33,13 @@ const Case kJinja2Cases[] = {
      R"J({"nested": {"a": [1, 2.5, null, true, "it's"], "b": {"c": "d\"q"}}})J",
      R"E({'a': [1, 2.5, None, True, "it's"], 'b': {'c': 'd"q'}})E"},
     {R"T({{ xs | join(', ') }}|{{ xs | length }}|{{ 'abc' | upper }}|{{ 'ABC' | lower }}|{{ '  t  ' | trim }})T",
-     R"J({"xs": ["a", "b", "c"]})J",
-     R"E(a, b, c|3|ABC|abc|t)E"},
+     R"J({"xs": ["a", "b", "c"]})J", R"E(a, b, c|3|ABC|abc|t)E"},
     {R"T({{ missing | default('fallback') }}|{{ '' | default('x', true) }}|{{ '' | default('x') }}|{{ missing | d('y') }})T",
-     R"J({})J",
-     R"E(fallback|x||y)E"},
+     R"J({})J", R"E(fallback|x||y)E"},
     {R"T({{ data | tojson }})T",
      R"J({"data": {"b": [1, 2], "a": "x<y>&'z'", "c": null, "d": 1.5, "e": "\u00e9"}})J",
      R"E({"a": "x\u003cy\u003e\u0026\u0027z\u0027", "b": [1, 2], "c": null, "d": 1.5, "e": "\u00e9"})E"},
-    {R"T({{ data | tojson(indent=2) }})T",
-     R"J({"data": {"b": [1, {"k": true}], "a": "s"}})J",
+    {R"T({{ data | tojson(indent=2) }})T", R"J({"data": {"b": [1, {"k": true}], "a": "s"}})J",
      R"E({
   "a": "s",
   "b": [
@@ -60,60 +49,38 @@ const Case kJinja2Cases[] = {
     }
   ]
 })E"},
-    {R"T({% for k, v in d | items %}{{ k }}={{ v }};{% endfor %})T",
-     R"J({"d": {"a": 1, "b": 2}})J",
+    {R"T({% for k, v in d | items %}{{ k }}={{ v }};{% endfor %})T", R"J({"d": {"a": 1, "b": 2}})J",
      R"E(a=1;b=2;)E"},
-    {R"T({% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %})T",
-     R"J({"d": {"a": 1, "b": 2}})J",
+    {R"T({% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %})T", R"J({"d": {"a": 1, "b": 2}})J",
      R"E(a=1;b=2;)E"},
     {R"T({% for name in vars %}{{ name }},{% endfor %})T",
-     R"J({"vars": {"alpha": "int", "beta": "str"}})J",
-     R"E(alpha,beta,)E"},
+     R"J({"vars": {"alpha": "int", "beta": "str"}})J", R"E(alpha,beta,)E"},
     {R"T({% for x in xs %}{{ loop.index }}/{{ loop.length }}:{{ loop.index0 }}{% if loop.first %}F{% endif %}{% if loop.last %}L{% endif %} {% endfor %})T",
-     R"J({"xs": ["a", "b", "c"]})J",
-     R"E(1/3:0F 2/3:1 3/3:2L )E"},
+     R"J({"xs": ["a", "b", "c"]})J", R"E(1/3:0F 2/3:1 3/3:2L )E"},
     {R"T({% for x in xs %}{{ loop.revindex }}{{ loop.revindex0 }} {% endfor %})T",
-     R"J({"xs": [1, 2, 3]})J",
-     R"E(32 21 10 )E"},
-    {R"T({% for x in xs %}{{ x }}{% else %}empty{% endfor %})T",
-     R"J({"xs": []})J",
-     R"E(empty)E"},
+     R"J({"xs": [1, 2, 3]})J", R"E(32 21 10 )E"},
+    {R"T({% for x in xs %}{{ x }}{% else %}empty{% endfor %})T", R"J({"xs": []})J", R"E(empty)E"},
     {R"T({% for x in xs if x > 1 %}{{ x }}{{ ',' if not loop.last }}{% endfor %})T",
-     R"J({"xs": [1, 2, 3, 4]})J",
-     R"E(2,3,4)E"},
-    {R"T({% if n > 10 %}big{% elif n > 5 %}medium{% else %}small{% endif %})T",
-     R"J({"n": 7})J",
+     R"J({"xs": [1, 2, 3, 4]})J", R"E(2,3,4)E"},
+    {R"T({% if n > 10 %}big{% elif n > 5 %}medium{% else %}small{% endif %})T", R"J({"n": 7})J",
      R"E(medium)E"},
-    {R"T({% if n > 10 %}big{% elif n > 5 %}medium{% else %}small{% endif %})T",
-     R"J({"n": 2})J",
+    {R"T({% if n > 10 %}big{% elif n > 5 %}medium{% else %}small{% endif %})T", R"J({"n": 2})J",
      R"E(small)E"},
     {R"T({% if a and not b or c %}yes{% else %}no{% endif %})T",
-     R"J({"a": true, "b": false, "c": false})J",
-     R"E(yes)E"},
+     R"J({"a": true, "b": false, "c": false})J", R"E(yes)E"},
     {R"T({% if 'x' in s %}1{% endif %}{% if 2 in xs %}2{% endif %}{% if 'k' in d %}3{% endif %}{% if 'z' not in d %}4{% endif %})T",
-     R"J({"s": "xyz", "xs": [1, 2], "d": {"k": 1}})J",
-     R"E(1234)E"},
+     R"J({"s": "xyz", "xs": [1, 2], "d": {"k": 1}})J", R"E(1234)E"},
     {R"T({% if missing is defined %}D{% else %}U{% endif %}{% if none_val is none %}N{% endif %}{% if x is not defined %}X{% endif %})T",
-     R"J({"none_val": null})J",
-     R"E(UNX)E"},
-    {R"T({{ 'a' ~ 1 ~ none ~ true }})T",
-     R"J({})J",
-     R"E(a1NoneTrue)E"},
+     R"J({"none_val": null})J", R"E(UNX)E"},
+    {R"T({{ 'a' ~ 1 ~ none ~ true }})T", R"J({})J", R"E(a1NoneTrue)E"},
     {R"T({{ 1 + 2 * 3 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ 7 / 2 }} {{ 2 - 5 }} {{ 'a' + 'b' }})T",
-     R"J({})J",
-     R"E(7 3 -4 1 3.5 -3 ab)E"},
-    {R"T({% set greeting = 'Hi ' ~ name %}{{ greeting }})T",
-     R"J({"name": "Bob"})J",
-     R"E(Hi Bob)E"},
-    {R"T({% set x = 1 %}{% for i in [1,2] %}{% set x = i %}{{ x }}{% endfor %}{{ x }})T",
-     R"J({})J",
+     R"J({})J", R"E(7 3 -4 1 3.5 -3 ab)E"},
+    {R"T({% set greeting = 'Hi ' ~ name %}{{ greeting }})T", R"J({"name": "Bob"})J", R"E(Hi Bob)E"},
+    {R"T({% set x = 1 %}{% for i in [1,2] %}{% set x = i %}{{ x }}{% endfor %}{{ x }})T", R"J({})J",
      R"E(121)E"},
-    {R"T({% set block %}inner {{ v }}{% endset %}[{{ block }}])T",
-     R"J({"v": 3})J",
+    {R"T({% set block %}inner {{ v }}{% endset %}[{{ block }}])T", R"J({"v": 3})J",
      R"E([inner 3])E"},
-    {R"T(a {# comment #}b{#- trimmed -#}  c)T",
-     R"J({})J",
-     R"E(a bc)E"},
+    {R"T(a {# comment #}b{#- trimmed -#}  c)T", R"J({})J", R"E(a bc)E"},
     {R"T(<ul>
 {%- for x in xs %}
   <li>{{ x }}</li>
@@ -124,55 +91,37 @@ const Case kJinja2Cases[] = {
   <li>1</li>
   <li>2</li>
 </ul>)E"},
-    {R"T(  {{- ' x ' -}}  |)T",
-     R"J({})J",
-     R"E( x |)E"},
+    {R"T(  {{- ' x ' -}}  |)T", R"J({})J", R"E( x |)E"},
     {R"T({% for x in xs -%}
   {{ x }}
 {%- endfor %})T",
-     R"J({"xs": ["a", "b"]})J",
-     R"E(ab)E"},
-    {R"T({% raw %}{{ not rendered }}{% endraw %})T",
-     R"J({})J",
-     R"E({{ not rendered }})E"},
+     R"J({"xs": ["a", "b"]})J", R"E(ab)E"},
+    {R"T({% raw %}{{ not rendered }}{% endraw %})T", R"J({})J", R"E({{ not rendered }})E"},
     {R"T({{ [1, 2, 3] | sum }} {{ [3, 1, 2] | sort }} {{ 'hello world' | title }} {{ 'x' | capitalize }})T",
-     R"J({})J",
-     R"E(6 [1, 2, 3] Hello World X)E"},
+     R"J({})J", R"E(6 [1, 2, 3] Hello World X)E"},
     {R"T({{ range(3) | list }} {{ xs | first }} {{ xs | last }} {{ xs | reverse | join('') }})T",
-     R"J({"xs": ["a", "b"]})J",
-     R"E([0, 1, 2] a b ba)E"},
+     R"J({"xs": ["a", "b"]})J", R"E([0, 1, 2] a b ba)E"},
     {R"T({{ s.strip() }}|{{ s.upper() }}|{{ 'a,b'.split(',') }}|{{ s.startswith(' h') }})T",
-     R"J({"s": " hi "})J",
-     R"E(hi| HI |['a', 'b']|True)E"},
+     R"J({"s": " hi "})J", R"E(hi| HI |['a', 'b']|True)E"},
     {R"T({{ d.get('a') }} {{ d.get('z', 'dflt') }} {{ d.keys() | list }} {{ d.values() | list }})T",
-     R"J({"d": {"a": 1, "b": 2}})J",
-     R"E(1 dflt ['a', 'b'] [1, 2])E"},
+     R"J({"d": {"a": 1, "b": 2}})J", R"E(1 dflt ['a', 'b'] [1, 2])E"},
     {R"T({{ users | map(attribute='name') | join(', ') }})T",
-     R"J({"users": [{"name": "a"}, {"name": "b"}]})J",
-     R"E(a, b)E"},
-    {R"T({{ text | indent(2) }})T",
-     R"J({"text": "line1\nline2\n\nline4"})J",
+     R"J({"users": [{"name": "a"}, {"name": "b"}]})J", R"E(a, b)E"},
+    {R"T({{ text | indent(2) }})T", R"J({"text": "line1\nline2\n\nline4"})J",
      R"E(line1
   line2
 
   line4)E"},
-    {R"T({{ 'yes' if ok else 'no' }})T",
-     R"J({"ok": false})J",
-     R"E(no)E"},
-    {R"T({{ "it's" }} {{ ["it's", 'q"'] }})T",
-     R"J({})J",
-     R"E(it's ["it's", 'q"'])E"},
-    {R"T({{ 'a\nb' }})T",
-     R"J({})J",
+    {R"T({{ 'yes' if ok else 'no' }})T", R"J({"ok": false})J", R"E(no)E"},
+    {R"T({{ "it's" }} {{ ["it's", 'q"'] }})T", R"J({})J", R"E(it's ["it's", 'q"'])E"},
+    {R"T({{ 'a\nb' }})T", R"J({})J",
      R"E(a
 b)E"},
-    {R"T({{ x | int }} {{ '4.7' | float }} {{ 3.7 | round }} {{ -3 | abs }})T",
-     R"J({"x": "42"})J",
+    {R"T({{ x | int }} {{ '4.7' | float }} {{ 3.7 | round }} {{ -3 | abs }})T", R"J({"x": "42"})J",
      R"E(42 4.7 4.0 3)E"},
     {R"T(trailing newline
 )T",
-     R"J({})J",
-     R"E(trailing newline)E"},
+     R"J({})J", R"E(trailing newline)E"},
     {R"T({% if true %}
 A
 {% endif %}
@@ -204,11 +153,13 @@ TEST(TemplateTest, ParsedTemplateRendersManyTimes) {
 }
 
 TEST(TemplateTest, SyntaxErrorNamesLineAndColumn) {
-  auto r = render_template("line one\n{% if x %}\n  {{ x + }}\n{% endif %}", Json::object(), "prompt");
+  auto r =
+      render_template("line one\n{% if x %}\n  {{ x + }}\n{% endif %}", Json::object(), "prompt");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), Code::kInvalidArgument);
-  EXPECT_EQ(r.error().message(),
-            "template \"prompt\": line 3, column 10: unexpected end of tag '}}', expected an expression");
+  EXPECT_EQ(
+      r.error().message(),
+      "template \"prompt\": line 3, column 10: unexpected end of tag '}}', expected an expression");
 }
 
 TEST(TemplateTest, UnclosedBlockNamesWhereItOpened) {
@@ -225,7 +176,8 @@ TEST(TemplateTest, UnclosedTagAndCommentAndString) {
   EXPECT_EQ(tag.error().message(), "template \"t\": line 2, column 3: unclosed tag, expected '}}'");
   auto comment = render_template("{# never closed", Json::object(), "t");
   ASSERT_FALSE(comment.ok());
-  EXPECT_EQ(comment.error().message(), "template \"t\": line 1, column 1: unclosed comment, expected '#}'");
+  EXPECT_EQ(comment.error().message(),
+            "template \"t\": line 1, column 1: unclosed comment, expected '#}'");
   auto str = render_template("{{ 'abc }}", Json::object(), "t");
   ASSERT_FALSE(str.ok());
   EXPECT_EQ(str.error().message(), "template \"t\": line 1, column 4: unterminated string literal");
@@ -234,7 +186,8 @@ TEST(TemplateTest, UnclosedTagAndCommentAndString) {
 TEST(TemplateTest, MisplacedAndUnknownTags) {
   auto endif = render_template("x{% endif %}", Json::object(), "t");
   ASSERT_FALSE(endif.ok());
-  EXPECT_NE(endif.error().message().find("column 5: unknown or misplaced tag 'endif'"), std::string::npos)
+  EXPECT_NE(endif.error().message().find("column 5: unknown or misplaced tag 'endif'"),
+            std::string::npos)
       << endif.error().message();
   auto macro = render_template("{% macro m() %}{% endmacro %}", Json::object(), "t");
   ASSERT_FALSE(macro.ok());
@@ -244,19 +197,25 @@ TEST(TemplateTest, MisplacedAndUnknownTags) {
 TEST(TemplateTest, RenderErrorsNameLineAndColumn) {
   auto filter = render_template("\n\n   {{ xs | frobnicate }}", Json{{"xs", 1}}, "t");
   ASSERT_FALSE(filter.ok());
-  EXPECT_EQ(filter.error().message(), "template \"t\": line 3, column 12: unknown filter 'frobnicate'");
+  EXPECT_EQ(filter.error().message(),
+            "template \"t\": line 3, column 12: unknown filter 'frobnicate'");
   auto iterate = render_template("{% for x in n %}{% endfor %}", Json{{"n", 5}}, "t");
   ASSERT_FALSE(iterate.ok());
-  EXPECT_EQ(iterate.error().message(), "template \"t\": line 1, column 13: 'int' object is not iterable");
+  EXPECT_EQ(iterate.error().message(),
+            "template \"t\": line 1, column 13: 'int' object is not iterable");
   auto add = render_template("{{ 'a' + 1 }}", Json::object(), "t");
   ASSERT_FALSE(add.ok());
-  EXPECT_NE(add.error().message().find("unsupported operand types for +: 'str' and 'int'"), std::string::npos);
+  EXPECT_NE(add.error().message().find("unsupported operand types for +: 'str' and 'int'"),
+            std::string::npos);
 }
 
 TEST(TemplateTest, UndefinedIsEmptyByDefaultAndChainable) {
   // jinja2's default Undefined raises on `missing.attr`; codeact renders it empty too.
-  EXPECT_EQ(*render_template("[{{ missing.attr.deeper }}][{{ missing[0] }}]", Json::object()), "[][]");
-  EXPECT_EQ(*render_template("{% for x in missing %}x{% endfor %}{{ missing | length }}", Json::object()), "0");
+  EXPECT_EQ(*render_template("[{{ missing.attr.deeper }}][{{ missing[0] }}]", Json::object()),
+            "[][]");
+  EXPECT_EQ(
+      *render_template("{% for x in missing %}x{% endfor %}{{ missing | length }}", Json::object()),
+      "0");
   EXPECT_EQ(*render_template("{% if missing %}yes{% else %}no{% endif %}", Json::object()), "no");
 }
 
@@ -267,13 +226,15 @@ TEST(TemplateTest, StrictUndefinedIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message(),
             "template \"t\": line 2, column 6: dict object has no attribute 'name' (printed)");
-  auto missing = render_template("{% for p in python_packages %}{% endfor %}", Json::object(), "t", strict);
+  auto missing =
+      render_template("{% for p in python_packages %}{% endfor %}", Json::object(), "t", strict);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().message(),
             "template \"t\": line 1, column 13: 'python_packages' is undefined (iterated)");
   // `is defined` and `default` still work in strict mode.
-  EXPECT_EQ(*render_template("{{ x is defined }} {{ x | default('d') }}", Json::object(), "t", strict),
-            "False d");
+  EXPECT_EQ(
+      *render_template("{{ x is defined }} {{ x | default('d') }}", Json::object(), "t", strict),
+      "False d");
 }
 
 TEST(TemplateTest, WhitespaceControlMarkers) {
@@ -289,14 +250,16 @@ TEST(TemplateTest, TrimAndLstripBlocksOptions) {
   opts.trim_blocks = true;
   opts.lstrip_blocks = true;
   std::string src = "<ul>\n  {% for x in xs %}\n  <li>{{ x }}</li>\n  {% endfor %}\n</ul>\n";
-  EXPECT_EQ(*render_template(src, Json{{"xs", {1, 2}}}, "t", opts), "<ul>\n  <li>1</li>\n  <li>2</li>\n</ul>");
+  EXPECT_EQ(*render_template(src, Json{{"xs", {1, 2}}}, "t", opts),
+            "<ul>\n  <li>1</li>\n  <li>2</li>\n</ul>");
   opts.keep_trailing_newline = true;
   EXPECT_EQ(*render_template("x\n", Json::object(), "t", opts), "x\n");
 }
 
 TEST(TemplateTest, LoopVariablesNestAndPreviousItems) {
   auto out = render_template(
-      "{% for row in rows %}{% for c in row %}{{ loop.index }}{{ c }}{% if not loop.last %},{% endif %}"
+      "{% for row in rows %}{% for c in row %}{{ loop.index }}{{ c }}{% if not loop.last %},{% "
+      "endif %}"
       "{% endfor %}{% if not loop.last %};{% endif %}{% endfor %}",
       Json{{"rows", {{"a", "b"}, {"c"}}}});
   EXPECT_EQ(*out, "1a,2b;1c");
@@ -306,7 +269,8 @@ TEST(TemplateTest, LoopVariablesNestAndPreviousItems) {
 }
 
 TEST(TemplateTest, PythonStrOfValues) {
-  EXPECT_EQ(python_str(Json::parse(R"({"k": [1, 2.0, "x", null, false]})")), "{'k': [1, 2.0, 'x', None, False]}");
+  EXPECT_EQ(python_str(Json::parse(R"({"k": [1, 2.0, "x", null, false]})")),
+            "{'k': [1, 2.0, 'x', None, False]}");
   EXPECT_EQ(python_str(Json(0.1)), "0.1");
   EXPECT_EQ(python_str(Json(1e16)), "1e+16");
   EXPECT_EQ(python_str(Json(123456789.0)), "123456789.0");

@@ -25,7 +25,8 @@ inline Json chat_completion(Json message, const std::string& finish_reason) {
       {"usage", Json{{"prompt_tokens", 100}, {"completion_tokens", 20}, {"total_tokens", 120}}}};
 }
 
-inline Json tool_call(const std::string& id, const std::string& name, const std::string& arguments) {
+inline Json tool_call(const std::string& id, const std::string& name,
+                      const std::string& arguments) {
   return Json{{"id", id},
               {"type", "function"},
               {"function", Json{{"name", name}, {"arguments", arguments}}}};

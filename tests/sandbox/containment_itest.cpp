@@ -42,7 +42,8 @@ class ContainmentTest : public ::testing::Test {
 
   void SetUp() override {
     SandboxManagerOptions o;
-    o.data_dir = (fs::temp_directory_path() / ("codeact-containment-" + std::to_string(::getpid()))).string();
+    o.data_dir = (fs::temp_directory_path() / ("codeact-containment-" + std::to_string(::getpid())))
+                     .string();
     data_dir_ = o.data_dir;
     manager_ = std::make_unique<SandboxManager>(docker_, o);
     std::random_device rd;
@@ -111,18 +112,21 @@ std::shared_ptr<DockerClient> ContainmentTest::docker_;
 
 TEST_F(ContainmentTest, ASandboxCannotWriteItsKernelDirectory) {
   start(a_);
-  auto r = run(a_,
-               "import os\n"
-               "for what, fn in [('link', lambda: os.symlink('/run/codeact/x', '/run/codeact/kernel.sock.new')),\n"
-               "                 ('chmod', lambda: os.chmod('/run/codeact', 0o777)),\n"
-               "                 ('unlink', lambda: os.unlink('/run/codeact/kernel.sock')),\n"
-               "                 ('file', lambda: open('/run/codeact/fill', 'wb').write(b'x' * 4096))]:\n"
-               "    try:\n"
-               "        fn(); print(what, 'DONE')\n"
-               "    except OSError as e:\n"
-               "        print(what, type(e).__name__)\n");
+  auto r = run(
+      a_,
+      "import os\n"
+      "for what, fn in [('link', lambda: os.symlink('/run/codeact/x', "
+      "'/run/codeact/kernel.sock.new')),\n"
+      "                 ('chmod', lambda: os.chmod('/run/codeact', 0o777)),\n"
+      "                 ('unlink', lambda: os.unlink('/run/codeact/kernel.sock')),\n"
+      "                 ('file', lambda: open('/run/codeact/fill', 'wb').write(b'x' * 4096))]:\n"
+      "    try:\n"
+      "        fn(); print(what, 'DONE')\n"
+      "    except OSError as e:\n"
+      "        print(what, type(e).__name__)\n");
   EXPECT_EQ(r.stdout_text,
-            "link PermissionError\nchmod PermissionError\nunlink PermissionError\nfile PermissionError\n");
+            "link PermissionError\nchmod PermissionError\nunlink PermissionError\nfile "
+            "PermissionError\n");
   EXPECT_EQ(run(a_, "1 + 1").result.value_or(""), "2");
 }
 
@@ -173,7 +177,8 @@ TEST_F(ContainmentTest, AnotherSandboxsKernelDropsARequestMeantForThisOne) {
   // request unread.
   auto ch = KernelChannel::connect(manager_->socket_path(b_), 5s, KernelAuth{a_, token_of(a_)});
   ASSERT_TRUE(ch.ok()) << ch.error().to_string();
-  auto r = (*ch)->call("execute", Json{{"code", "open('/output/from-a', 'w').write('A'); cells_run += 1"}},
+  auto r = (*ch)->call("execute",
+                       Json{{"code", "open('/output/from-a', 'w').write('A'); cells_run += 1"}},
                        {.timeout = 10s});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), core::Code::kPermissionDenied) << r.error().to_string();
@@ -192,7 +197,8 @@ TEST_F(ContainmentTest, APeerThatCannotProveItIsTheKernelIsNotBelieved) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, sock.c_str(), sizeof addr.sun_path - 1);
-  ASSERT_EQ(::bind(srv, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+  ASSERT_EQ(::bind(srv, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0)
+      << std::strerror(errno);
   ASSERT_EQ(::listen(srv, 8), 0);
   std::atomic<bool> stop{false};
   std::thread fake([&] {
@@ -206,9 +212,14 @@ TEST_F(ContainmentTest, APeerThatCannotProveItIsTheKernelIsNotBelieved) {
       if (::poll(&p, 1, 100) <= 0) continue;
       int c = ::accept(srv, nullptr, nullptr);
       if (c < 0) continue;
-      std::string out = frame(Json{{"id", 0}, {"type", "reply"}, {"ok", true}, {"mac", std::string(64, '0')}}) +
-                        frame(Json{{"id", 1}, {"type", "reply"}, {"ok", true}, {"status", "ok"}, {"stdout", "FORGED\n"},
-                                   {"result", "'FORGED'"}});
+      std::string out =
+          frame(Json{{"id", 0}, {"type", "reply"}, {"ok", true}, {"mac", std::string(64, '0')}}) +
+          frame(Json{{"id", 1},
+                     {"type", "reply"},
+                     {"ok", true},
+                     {"status", "ok"},
+                     {"stdout", "FORGED\n"},
+                     {"result", "'FORGED'"}});
       (void)::send(c, out.data(), out.size(), MSG_NOSIGNAL);
       std::this_thread::sleep_for(50ms);
       ::close(c);
@@ -228,17 +239,22 @@ TEST_F(ContainmentTest, AFullDiskFailsTheCellAndKeepsTheCommittedState) {
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->disk, "64m");
   ASSERT_TRUE(run(a_, "kept = 41").ok);
-  auto fill = run(a_, "with open('/output/big', 'wb') as f:\n    for _ in range(200):\n        f.write(b'x' * (1 << 20))\n");
+  auto fill = run(a_,
+                  "with open('/output/big', 'wb') as f:\n    for _ in range(200):\n        "
+                  "f.write(b'x' * (1 << 20))\n");
   ASSERT_FALSE(fill.ok);
   ASSERT_TRUE(fill.error);
-  EXPECT_NE(fill.error->message.find("No space left on device"), std::string::npos) << fill.error->message;
+  EXPECT_NE(fill.error->message.find("No space left on device"), std::string::npos)
+      << fill.error->message;
   EXPECT_NE(fill.error->message.find("limited to 64m"), std::string::npos) << fill.error->message;
   // The committed state is intact, here and after the container is killed.
   EXPECT_EQ(run(a_, "kept + 1").result.value_or(""), "42");
   ASSERT_TRUE(docker_->kill_container(SandboxManager::container_name(a_)).ok());
   EXPECT_EQ(run(a_, "import os; os.remove('/output/big'); kept").result.value_or(""), "41");
   // The sandbox saw a 64m file system, and the host pays only for what was written.
-  auto df = run(a_, "import os; s = os.statvfs('/persistent-storage'); print(s.f_blocks * s.f_frsize // (1 << 20))");
+  auto df = run(a_,
+                "import os; s = os.statvfs('/persistent-storage'); print(s.f_blocks * s.f_frsize "
+                "// (1 << 20))");
   int64_t mib = std::stoll(df.stdout_text.empty() ? "0" : df.stdout_text);
   EXPECT_GT(mib, 40);
   EXPECT_LE(mib, 64);
@@ -249,11 +265,13 @@ TEST_F(ContainmentTest, ABashForkBombEndsWithItsScript) {
   auto bomb = manager_->bash(a_, "bomb() { bomb | bomb & }; bomb", 3);
   ASSERT_TRUE(bomb.ok()) << bomb.error().to_string();
   // Nothing of it is left: only the kernel, its init and its process supervisor run.
-  auto count = run(a_,
-                   "import os\n"
-                   "others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid())\n"
-                   "          and 'codeact_kernel/supervisor.py' not in open(f'/proc/{p}/cmdline').read()]\n"
-                   "print(len(others), [open(f'/proc/{p}/cmdline').read().replace(chr(0), ' ') for p in others])\n");
+  auto count = run(
+      a_,
+      "import os\n"
+      "others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid())\n"
+      "          and 'codeact_kernel/supervisor.py' not in open(f'/proc/{p}/cmdline').read()]\n"
+      "print(len(others), [open(f'/proc/{p}/cmdline').read().replace(chr(0), ' ') for p in "
+      "others])\n");
   EXPECT_EQ(count.stdout_text, "0 []\n");
   auto next = manager_->bash(a_, "echo fine", 10);
   ASSERT_TRUE(next.ok()) << next.error().to_string();
@@ -267,7 +285,8 @@ TEST_F(ContainmentTest, ASetsidProcessDoesNotOutliveItsScript) {
   EXPECT_EQ(r->stdout_text, "started\n");
   auto count = run(a_,
                    "import os\n"
-                   "print(sum(1 for p in os.listdir('/proc') if p.isdigit() and 'sleep' in open(f'/proc/{p}/cmdline').read()))\n");
+                   "print(sum(1 for p in os.listdir('/proc') if p.isdigit() and 'sleep' in "
+                   "open(f'/proc/{p}/cmdline').read()))\n");
   EXPECT_EQ(count.stdout_text, "0\n");
 }
 
@@ -290,7 +309,8 @@ TEST_F(ContainmentTest, ACellThatClosesTheKernelsDescriptorsAfterItsCallerLeftIs
     auto ch = KernelChannel::connect(manager_->socket_path(a_), 5s, KernelAuth{a_, token_of(a_)});
     ASSERT_TRUE(ch.ok());
     (void)(*ch)->call("execute",
-                      Json{{"code", "import os, time\nos.closerange(3, 65536)\ntime.sleep(1)\n"}, {"timeout", 30}},
+                      Json{{"code", "import os, time\nos.closerange(3, 65536)\ntime.sleep(1)\n"},
+                           {"timeout", 30}},
                       {.timeout = 300ms});
   }
   std::this_thread::sleep_for(2s);
@@ -314,7 +334,9 @@ TEST_F(ContainmentTest, ACellQueuedBehindAStuckOneSaysWhichCellItWas) {
     auto ch = KernelChannel::connect(manager_->socket_path(a_), 5s, KernelAuth{a_, token_of(a_)});
     ASSERT_TRUE(ch.ok());
     (void)(*ch)->call("execute",
-                      Json{{"code", "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)\n"},
+                      Json{{"code",
+                            "import signal, time\nsignal.signal(signal.SIGINT, "
+                            "signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)\n"},
                            {"timeout", 2},
                            {"execution_id", "stuck-cell-1"}},
                       {.timeout = 300ms});
@@ -329,7 +351,8 @@ TEST_F(ContainmentTest, ACellQueuedBehindAStuckOneSaysWhichCellItWas) {
 
 TEST_F(ContainmentTest, ARestoreSaysWhatItCouldNotBringBack) {
   start(a_);
-  ASSERT_TRUE(run(a_, "import socket\nsock = socket.socket()\ngen = (i for i in range(3))\nkept = 1\n").ok);
+  ASSERT_TRUE(
+      run(a_, "import socket\nsock = socket.socket()\ngen = (i for i in range(3))\nkept = 1\n").ok);
   ASSERT_TRUE(docker_->kill_container(SandboxManager::container_name(a_)).ok());
   auto r = run(a_, "kept");
   EXPECT_EQ(r.result.value_or(""), "1");
@@ -373,9 +396,12 @@ TEST_F(ContainmentTest, AfterARebootTheDiskIsReattachedAndNeverSwappedForAnother
   std::string decoy = data_dir_ + "/decoy.ext4";
   sh("truncate -s 32M " + decoy + " && mkfs.ext4 -q -F " + decoy);
   ASSERT_EQ(sh("losetup " + device + " " + decoy + " && echo ok"), "ok");
-  auto r = run(a_, "import os\nprint(kept, open('/output/mine').read(), sorted(os.listdir('/persistent-storage')))");
+  auto r = run(a_,
+               "import os\nprint(kept, open('/output/mine').read(), "
+               "sorted(os.listdir('/persistent-storage')))");
   sh("losetup -d " + device);
-  EXPECT_EQ(r.stdout_text.substr(0, 10), "A-state A ") << r.stdout_text << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.stdout_text.substr(0, 10), "A-state A ")
+      << r.stdout_text << (r.error ? r.error->message : "");
   auto after = docker_->inspect_volume(SandboxManager::volume_name(a_));
   ASSERT_TRUE(after.ok());
   EXPECT_NE(after->options.at("device"), device);  // re-attached elsewhere, volume redefined

@@ -66,52 +66,53 @@ class DockerClientTest : public ::testing::Test {
     import.changes = {"ENV PATH=/bin", "CMD [\"sh\"]", "WORKDIR /tmp"};
     import.source = [&](char* buffer, size_t max) {
       size_t n = std::min(max, archive.size() - offset);
-      std::memcpy(buffer, archive.data() + offset, n);
-      offset += n;
-      return n;
-    };
-    auto id = docker_->import_image(import);
-    ASSERT_TRUE(id.ok()) << id.error().to_string();
-    EXPECT_EQ(id->rfind("sha256:", 0), 0u) << *id;
-  }
+    std::memcpy(buffer, archive.data() + offset, n);
+    offset += n;
+    return n;
+  };
+  auto id = docker_->import_image(import);
+  ASSERT_TRUE(id.ok()) << id.error().to_string();
+  EXPECT_EQ(id->rfind("sha256:", 0), 0u) << *id;
+}
 
-  static void cleanup_labelled() {
-    Filters f = {{"label", {std::string(kTestLabel) + "=" + kTestValue}}};
-    auto containers = docker_->list_containers({.all = true, .filters = f});
-    if (containers.ok()) {
-      for (const auto& c : *containers) (void)docker_->remove_container(c.id, {.force = true});
-    }
-    auto volumes = docker_->list_volumes(f);
-    if (volumes.ok()) {
-      for (const auto& v : *volumes) (void)docker_->remove_volume(v.name, true);
-    }
+static void
+cleanup_labelled() {
+  Filters f = {{"label", {std::string(kTestLabel) + "=" + kTestValue}}};
+  auto containers = docker_->list_containers({.all = true, .filters = f});
+  if (containers.ok()) {
+    for (const auto& c : *containers) (void)docker_->remove_container(c.id, {.force = true});
   }
-
-  void TearDown() override {
-    for (const auto& id : containers_) (void)docker_->remove_container(id, {.force = true});
-    for (const auto& v : volumes_) (void)docker_->remove_volume(v, true);
-    for (const auto& i : images_) (void)docker_->remove_image(i, true);
+  auto volumes = docker_->list_volumes(f);
+  if (volumes.ok()) {
+    for (const auto& v : *volumes) (void)docker_->remove_volume(v.name, true);
   }
+}
 
-  ContainerSpec base_spec(std::vector<std::string> cmd) {
-    ContainerSpec spec;
-    spec.name = unique("codeact-itest");
-    spec.image = kBusybox;
-    spec.cmd = std::move(cmd);
-    spec.labels = {{kTestLabel, kTestValue}};
-    return spec;
-  }
+void TearDown() override {
+  for (const auto& id : containers_) (void)docker_->remove_container(id, {.force = true});
+  for (const auto& v : volumes_) (void)docker_->remove_volume(v, true);
+  for (const auto& i : images_) (void)docker_->remove_image(i, true);
+}
 
-  std::string create(const ContainerSpec& spec) {
-    auto id = docker_->create_container(spec);
-    EXPECT_TRUE(id.ok()) << id.error().to_string();
-    if (id.ok()) containers_.push_back(*id);
-    return id.ok() ? *id : "";
-  }
+ContainerSpec base_spec(std::vector<std::string> cmd) {
+  ContainerSpec spec;
+  spec.name = unique("codeact-itest");
+  spec.image = kBusybox;
+  spec.cmd = std::move(cmd);
+  spec.labels = {{kTestLabel, kTestValue}};
+  return spec;
+}
 
-  static inline std::shared_ptr<DockerClient> docker_;
-  std::vector<std::string> containers_, volumes_, images_;
-};
+std::string create(const ContainerSpec& spec) {
+  auto id = docker_->create_container(spec);
+  EXPECT_TRUE(id.ok()) << id.error().to_string();
+  if (id.ok()) containers_.push_back(*id);
+  return id.ok() ? *id : "";
+}
+
+static inline std::shared_ptr<DockerClient> docker_;
+std::vector<std::string> containers_, volumes_, images_;
+};  // namespace
 
 TEST_F(DockerClientTest, NegotiatesApiVersionWithTheEngine) {
   auto v = docker_->version();
@@ -337,7 +338,10 @@ TEST_F(DockerClientTest, UnreachableEngineIsUnavailableWithTheFix) {
   std::string saved_value = saved ? saved : "";
   ::setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock", 1);
   auto client = DockerClient::create();
-  if (saved) ::setenv("DOCKER_HOST", saved_value.c_str(), 1); else ::unsetenv("DOCKER_HOST");
+  if (saved)
+    ::setenv("DOCKER_HOST", saved_value.c_str(), 1);
+  else
+    ::unsetenv("DOCKER_HOST");
   ASSERT_TRUE(client.ok());
   EXPECT_EQ((*client)->host(), "unix:///nonexistent/docker.sock");
   auto start = std::chrono::steady_clock::now();
@@ -374,8 +378,10 @@ TEST_F(DockerClientTest, BuildStreamsProgressAndReportsAFailingStep) {
   images_.push_back(tag);
   EXPECT_EQ(built->image_id.rfind("sha256:", 0), 0u);
   EXPECT_NE(std::find(lines.begin(), lines.end(), "built-step-output"), lines.end());
-  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(),
-                          [](const std::string& l) { return l.rfind("Step 1/", 0) == 0 && l.find(": FROM codeact-itest-busybox:1") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.rfind("Step 1/", 0) == 0 &&
+           l.find(": FROM codeact-itest-busybox:1") != std::string::npos;
+  }));
   auto info = docker_->inspect_image(tag);
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->labels[kTestLabel], kTestValue);
@@ -428,5 +434,5 @@ TEST_F(DockerClientTest, ConcurrentCallsFromManyThreads) {
   EXPECT_EQ(ok.load(), 40);
 }
 
-}  // namespace
+}  // namespace codeact::sandbox
 }  // namespace codeact::sandbox

@@ -154,8 +154,8 @@ TEST(DockerProtocol, BuildStreamsLinesAndTurnsStreamErrorsIntoErrors) {
   ASSERT_FALSE(built.ok());
   EXPECT_EQ(built.error().code(), Code::kFailedPrecondition);
   EXPECT_NE(built.error().message().find("returned a non-zero code: 1"), std::string::npos);
-  EXPECT_EQ(lines, (std::vector<std::string>{"Step 1/2 : FROM x", " ---> abc",
-                                             "Step 2/2 : RUN false"}));
+  EXPECT_EQ(lines,
+            (std::vector<std::string>{"Step 1/2 : FROM x", " ---> abc", "Step 2/2 : RUN false"}));
   EXPECT_NE(engine->requests.back().find("t=t%3A1"), std::string::npos);
 
   engine->expect("/build?", {200,

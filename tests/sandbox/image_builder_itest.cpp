@@ -71,8 +71,8 @@ class ImageBuilderTest : public ::testing::Test {
     if (!id.ok()) return {};
     containers_.push_back(*id);
     EXPECT_TRUE(docker_->start_container(*id).ok());
-    auto waited = docker_->wait_container(*id, WaitCondition::kNotRunning,
-                                          std::chrono::seconds(120));
+    auto waited =
+        docker_->wait_container(*id, WaitCondition::kNotRunning, std::chrono::seconds(120));
     EXPECT_TRUE(waited.ok()) << waited.error().to_string();
     auto logs = docker_->logs(*id);
     EXPECT_TRUE(logs.ok());

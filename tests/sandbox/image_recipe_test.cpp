@@ -20,9 +20,8 @@ ImageRecipe sample_recipe() {
 
 TEST(ImageRecipe, EmbeddedRecipeHasEveryFileTheBuildNeeds) {
   const ImageRecipe& r = ImageRecipe::embedded();
-  for (const char* name :
-       {"Dockerfile", "entrypoint.sh", "bootstrap.sh", "packages.txt", "codeact_kernel/__main__.py",
-        "codeact_kernel/kernel.py"}) {
+  for (const char* name : {"Dockerfile", "entrypoint.sh", "bootstrap.sh", "packages.txt",
+                           "codeact_kernel/__main__.py", "codeact_kernel/kernel.py"}) {
     ASSERT_TRUE(r.files.count(name)) << name;
     EXPECT_FALSE(r.files.at(name).empty()) << name;
   }

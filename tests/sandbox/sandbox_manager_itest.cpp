@@ -1,20 +1,17 @@
 // The sandbox manager against the real Docker engine and the real sandbox image: what a user of
 // `codeact sandbox` relies on — state that survives a killed container, notebook semantics,
 // execution ids, timeouts, confinement, hardening.
-#include "codeact/sandbox/sandbox_manager.hpp"
-
 #include <gtest/gtest.h>
-#include <unistd.h>
-
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <random>
 
 #include "codeact/core/config.hpp"
-
 #include "codeact/sandbox/image_builder.hpp"
 #include "codeact/sandbox/operations.hpp"
+#include "codeact/sandbox/sandbox_manager.hpp"
 
 using namespace codeact;
 using namespace codeact::sandbox;
@@ -65,19 +62,22 @@ std::shared_ptr<DockerClient> SandboxManagerTest::docker_;
 
 TEST_F(SandboxManagerTest, StateSurvivesDockerKillOfTheContainer) {
   start();
-  auto first = run(
-      "import numpy as np\n"
-      "arr = np.arange(12).reshape(3, 4)\n"
-      "def area(w, h):\n    return w * h\n"
-      "class Point:\n    def __init__(self, x, y): self.x, self.y = x, y\n    def norm1(self): return abs(self.x) + abs(self.y)\n"
-      "p = Point(3, -4)\n"
-      "import collections as col\n"
-      "counts = col.Counter('hello')\n");
+  auto first =
+      run("import numpy as np\n"
+          "arr = np.arange(12).reshape(3, 4)\n"
+          "def area(w, h):\n    return w * h\n"
+          "class Point:\n    def __init__(self, x, y): self.x, self.y = x, y\n    def norm1(self): "
+          "return abs(self.x) + abs(self.y)\n"
+          "p = Point(3, -4)\n"
+          "import collections as col\n"
+          "counts = col.Counter('hello')\n");
   ASSERT_TRUE(first.ok) << first.error->message;
   EXPECT_TRUE(first.not_persisted.empty()) << Json(first.not_persisted).dump();
 
   ASSERT_TRUE(docker_->kill_container(SandboxManager::container_name(id_)).ok());
-  auto after = run("print(int(arr.sum()), area(6, 7), p.norm1(), isinstance(p, Point), counts['l'], np.__name__, col.__name__)");
+  auto after =
+      run("print(int(arr.sum()), area(6, 7), p.norm1(), isinstance(p, Point), counts['l'], "
+          "np.__name__, col.__name__)");
   ASSERT_TRUE(after.ok) << (after.error ? after.error->message : "");
   EXPECT_EQ(after.stdout_text, "66 42 7 True 2 numpy collections\n");
   EXPECT_NE(after.notice.find("restarted"), std::string::npos) << after.notice;
@@ -127,20 +127,21 @@ TEST_F(SandboxManagerTest, AKernelThatIgnoresTheInterruptIsKilledAndRestartedFro
   start();
   run("survivor = 41");
   auto start_time = std::chrono::steady_clock::now();
-  auto r = run(
-      "import time\n"
-      "while True:\n"
-      "    try:\n"
-      "        time.sleep(0.05)\n"
-      "    except BaseException:\n"
-      "        pass\n",
-      "", 1.0);
+  auto r =
+      run("import time\n"
+          "while True:\n"
+          "    try:\n"
+          "        time.sleep(0.05)\n"
+          "    except BaseException:\n"
+          "        pass\n",
+          "", 1.0);
   auto took = std::chrono::steady_clock::now() - start_time;
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(r.kernel_restarted);
   ASSERT_TRUE(r.error.has_value());
   EXPECT_EQ(r.error->type, "TimeoutError");
-  EXPECT_NE(r.error->message.find("restarted from the snapshot"), std::string::npos) << r.error->message;
+  EXPECT_NE(r.error->message.find("restarted from the snapshot"), std::string::npos)
+      << r.error->message;
   EXPECT_LT(took, std::chrono::seconds(30));
   EXPECT_EQ(run("print(survivor + 1)").stdout_text, "42\n");
 }
@@ -172,7 +173,8 @@ TEST_F(SandboxManagerTest, FilesAreBinarySafeAndConfinedToTheWorkspace) {
   ASSERT_EQ(files->size(), 1u);
   EXPECT_EQ((*files)[0].path, "/output/data/blob.bin");
 
-  for (const std::string bad : {"/etc/passwd", "../../../etc/passwd", "/persistent-storage/other/x"}) {
+  for (const std::string bad :
+       {"/etc/passwd", "../../../etc/passwd", "/persistent-storage/other/x"}) {
     auto r = manager_->read_file(id_, bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().code(), core::Code::kPermissionDenied) << r.error().to_string();
@@ -185,7 +187,8 @@ TEST_F(SandboxManagerTest, FilesAreBinarySafeAndConfinedToTheWorkspace) {
 
 TEST_F(SandboxManagerTest, PackageNamesWithShellMetacharactersAreRejected) {
   start();
-  for (const std::string bad : {"numpy; rm -rf /", "$(reboot)", "a b", "pkg|cat", "--index-url=http://evil"}) {
+  for (const std::string bad :
+       {"numpy; rm -rf /", "$(reboot)", "a b", "pkg|cat", "--index-url=http://evil"}) {
     auto r = manager_->install(id_, {bad});
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().code(), core::Code::kInvalidArgument);
@@ -216,25 +219,29 @@ TEST_F(SandboxManagerTest, ContainerIsHardenedAsDockerInspectShows) {
   EXPECT_EQ(host["NetworkMode"], "none");
   bool has_volume = false;
   for (const auto& m : info->raw["Mounts"]) {
-    if (m["Type"] == "volume" && m["Name"] == "workflow-" + id_ && m["Destination"] == "/persistent-storage") has_volume = true;
+    if (m["Type"] == "volume" && m["Name"] == "workflow-" + id_ &&
+        m["Destination"] == "/persistent-storage")
+      has_volume = true;
   }
   EXPECT_TRUE(has_volume);
   // And from the inside: no process is root or holds a capability, no network, read-only root.
-  auto r = run(
-      "import os, socket\n"
-      "bad = []\n"
-      "for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n"
-      "    try:\n"
-      "        st = dict(l.split(':', 1) for l in open(f'/proc/{pid}/status').read().splitlines() if ':' in l)\n"
-      "    except OSError:\n"
-      "        continue\n"
-      "    uids = st['Uid'].split()\n"
-      "    if uids != ['1000'] * 4 or int(st['CapEff'], 16) or int(st['CapPrm'], 16):\n"
-      "        bad.append((pid, st['Uid'], st['CapEff'], st['CapPrm']))\n"
-      "print(bad)\n"
-      "print(os.getuid())\n"
-      "try:\n    open('/usr/evil', 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n"
-      "try:\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\nexcept OSError:\n    print('no network')\n");
+  auto r =
+      run("import os, socket\n"
+          "bad = []\n"
+          "for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n"
+          "    try:\n"
+          "        st = dict(l.split(':', 1) for l in "
+          "open(f'/proc/{pid}/status').read().splitlines() if ':' in l)\n"
+          "    except OSError:\n"
+          "        continue\n"
+          "    uids = st['Uid'].split()\n"
+          "    if uids != ['1000'] * 4 or int(st['CapEff'], 16) or int(st['CapPrm'], 16):\n"
+          "        bad.append((pid, st['Uid'], st['CapEff'], st['CapPrm']))\n"
+          "print(bad)\n"
+          "print(os.getuid())\n"
+          "try:\n    open('/usr/evil', 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n"
+          "try:\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\nexcept OSError:\n    "
+          "print('no network')\n");
   EXPECT_EQ(r.stdout_text, "[]\n1000\nro 30\nno network\n");
 }
 
@@ -311,9 +318,12 @@ TEST_F(SandboxManagerTest, SeedOperationsDispatchByName) {
   auto started = ops.start_container(sa);
   ASSERT_TRUE(started.ok()) << started.error().to_string();
   EXPECT_EQ(*started, id_);
-  auto task = SandboxInputTask::from_json(
-      Json{{"task_name", "execute_python"},
-           {"task_args", {{"kind", "execute_python"}, {"container_id", id_}, {"code", "total = sum(range(5))\nprint(total)"}}}});
+  auto task =
+      SandboxInputTask::from_json(Json{{"task_name", "execute_python"},
+                                       {"task_args",
+                                        {{"kind", "execute_python"},
+                                         {"container_id", id_},
+                                         {"code", "total = sum(range(5))\nprint(total)"}}}});
   ASSERT_TRUE(task.ok());
   auto r = ops.run(*task);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
@@ -332,7 +342,8 @@ TEST_F(SandboxManagerTest, SeedOperationsDispatchByName) {
   auto files = ops.list_files({id_});
   ASSERT_TRUE(files.ok());
   EXPECT_EQ((*files)["files"], Json::array({"/output/note.txt"}));
-  auto wrong = ops.run(SandboxInputTask{SandboxTaskType::kReadStateVariable, SandboxTaskArgs(SandboxBaseArgs{id_}), nullptr});
+  auto wrong = ops.run(SandboxInputTask{SandboxTaskType::kReadStateVariable,
+                                        SandboxTaskArgs(SandboxBaseArgs{id_}), nullptr});
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().code(), core::Code::kInvalidArgument);
 }
@@ -354,7 +365,8 @@ TEST_F(SandboxManagerTest, AContainerMadeByAnOlderCodeactIsRecreatedWithItsState
   old.user = "1000:1000";
   old.init = true;
   old.env = {{"CODEACT_SANDBOX_ID", id_}, {"CODEACT_SOCKET", "/run/codeact/kernel.sock"}};
-  old.labels = {{"io.codeact.sandbox", "1"}, {"io.codeact.sandbox.id", id_}, {"io.codeact.network", "0"}};
+  old.labels = {
+      {"io.codeact.sandbox", "1"}, {"io.codeact.sandbox.id", id_}, {"io.codeact.network", "0"}};
   std::string run_dir = core::data_dir() + "/run/" + id_;
   std::filesystem::create_directories(run_dir);
   ::chmod(run_dir.c_str(), 0777);
@@ -367,7 +379,8 @@ TEST_F(SandboxManagerTest, AContainerMadeByAnOlderCodeactIsRecreatedWithItsState
   ASSERT_TRUE(docker_->start_container(old.name).ok());
 
   auto r = run("kept");
-  EXPECT_EQ(r.result.value_or(""), "'from before the upgrade'") << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.result.value_or(""), "'from before the upgrade'")
+      << (r.error ? r.error->message : "");
   EXPECT_NE(r.notice.find("older codeact"), std::string::npos) << r.notice;
   auto now = docker_->inspect_container(SandboxManager::container_name(id_));
   ASSERT_TRUE(now.ok());

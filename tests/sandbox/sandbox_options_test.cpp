@@ -26,7 +26,8 @@ SandboxManager manager_with_env(std::map<std::string, std::string> env) {
 
 TEST(SandboxOptions, IdsAreValidatedWithAMessageSayingWhatIsAllowed) {
   EXPECT_TRUE(SandboxManager::validate_id("chat-42_a.b").ok());
-  for (const std::string& bad : std::vector<std::string>{"", "-x", "a b", "a/b", "../x", std::string(64, 'a')}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"", "-x", "a b", "a/b", "../x", std::string(64, 'a')}) {
     auto s = SandboxManager::validate_id(bad);
     ASSERT_FALSE(s.ok()) << bad;
     EXPECT_EQ(s.error().code(), core::Code::kInvalidArgument);
@@ -45,10 +46,12 @@ TEST(SandboxOptions, SizesParseLikeDocker) {
 }
 
 TEST(SandboxOptions, PackageNamesAcceptVersionsAndExtrasButNoShell) {
-  for (const std::string ok : {"numpy", "pandas==2.2.0", "uvicorn[standard]>=0.30", "a.b-c_d", "x>=1,<2"}) {
+  for (const std::string ok :
+       {"numpy", "pandas==2.2.0", "uvicorn[standard]>=0.30", "a.b-c_d", "x>=1,<2"}) {
     EXPECT_TRUE(SandboxManager::validate_python_package(ok).ok()) << ok;
   }
-  for (const std::string bad : {"numpy; rm -rf /", "$(id)", "`id`", "a b", "a|b", "-e .", "--index-url=x", "a&&b"}) {
+  for (const std::string bad :
+       {"numpy; rm -rf /", "$(id)", "`id`", "a b", "a|b", "-e .", "--index-url=x", "a&&b"}) {
     EXPECT_FALSE(SandboxManager::validate_python_package(bad).ok()) << bad;
   }
   EXPECT_TRUE(SandboxManager::validate_system_package("libgomp1").ok());
@@ -65,8 +68,10 @@ TEST(SandboxOptions, VolumesAreLocalByDefaultAndNfsWhenAsked) {
   EXPECT_EQ(local.labels.at("io.codeact.sandbox"), "1");
   EXPECT_EQ(local.labels.at("io.codeact.sandbox.id"), "abc");
 
-  auto nfs = manager_with_env({{"VOLUME_DRIVER", "nfs"}, {"NFS_SERVER", "nfs.example"}, {"NFS_PATH", "/exports/wf"}})
-                 .volume_spec("abc");
+  auto nfs =
+      manager_with_env(
+          {{"VOLUME_DRIVER", "nfs"}, {"NFS_SERVER", "nfs.example"}, {"NFS_PATH", "/exports/wf"}})
+          .volume_spec("abc");
   EXPECT_EQ(nfs.driver, "local");
   EXPECT_EQ(nfs.driver_opts.at("type"), "nfs");
   EXPECT_EQ(nfs.driver_opts.at("o"), "addr=nfs.example,rw,nfsvers=4");
@@ -80,9 +85,12 @@ TEST(SandboxOperations, TheSeedsSixteenTaskNamesAndArgumentKinds) {
   EXPECT_EQ(names.back(), "cleanup_containers");
   for (const auto& n : names) EXPECT_EQ(task_name(*parse_task_type(n)), n);
 
-  auto task = SandboxInputTask::from_json(core::Json{
-      {"task_name", "execute_python"},
-      {"task_args", {{"kind", "execute_python"}, {"container_id", "s1"}, {"code", "x = 1"}, {"persist_state", false}}}});
+  auto task = SandboxInputTask::from_json(core::Json{{"task_name", "execute_python"},
+                                                     {"task_args",
+                                                      {{"kind", "execute_python"},
+                                                       {"container_id", "s1"},
+                                                       {"code", "x = 1"},
+                                                       {"persist_state", false}}}});
   ASSERT_TRUE(task.ok()) << task.error().to_string();
   const auto& args = std::get<ExecutePythonArgs>(*task->task_args);
   EXPECT_EQ(args.container_id, "s1");

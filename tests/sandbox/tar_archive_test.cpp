@@ -135,8 +135,8 @@ TEST(TarArchive, ReadsGnuAndPosixArchivesMadeByGnuTar) {
   for (const char* format : {"gnu", "posix", "ustar"}) {
     SCOPED_TRACE(format);
     std::string out = dir.path + "/" + format + ".tar";
-    auto r = core::run_process({"tar", std::string("--format=") + format, "-cf", out, "-C",
-                                dir.path + "/src", "."});
+    auto r = core::run_process(
+        {"tar", std::string("--format=") + format, "-cf", out, "-C", dir.path + "/src", "."});
     ASSERT_TRUE(r.ok());
     if (std::string(format) == "ustar") {
       // ustar cannot hold a 150-character symlink name: GNU tar says so and skips it.

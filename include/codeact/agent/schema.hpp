@@ -9,8 +9,9 @@
 //     static auto fields() {
 //       return std::tuple{
 //           codeact::agent::field(&ExecArgs::code, "code", "Python code to run"),
-//           codeact::agent::field(&ExecArgs::timeout, "timeout", "Seconds before the cell is stopped"),
-//           codeact::agent::field(&ExecArgs::mode, "mode", "How hard to try").choices({"fast", "slow"})
+//           codeact::agent::field(&ExecArgs::timeout, "timeout", "Seconds before it is stopped"),
+//           codeact::agent::field(&ExecArgs::mode, "mode", "How hard to try")
+//               .choices({"fast", "slow"})
 //               .with_default(),
 //           codeact::agent::field(&ExecArgs::packages, "packages", "pip packages").with_default(),
 //       };
@@ -22,10 +23,10 @@
 //
 // Supported member types: std::string, bool, integers, floating point, std::optional<T>,
 // std::vector<T>, std::map<std::string, T>, core::Json (any value) and nested structs with their
-// own fields(). A field is required unless it is std::optional (absent or null -> nullopt) or marked
-// with_default() (absent -> the value a default-constructed struct has, shown as "default" in the
-// schema). Unknown fields are rejected (additionalProperties: false), so a misspelt argument reaches
-// the model as a retry instead of being ignored.
+// own fields(). A field is required unless it is std::optional (absent or null -> nullopt) or
+// marked with_default() (absent -> the value a default-constructed struct has, shown as "default"
+// in the schema). Unknown fields are rejected (additionalProperties: false), so a misspelt
+// argument reaches the model as a retry instead of being ignored.
 //
 // Thread-safety: all functions are pure.
 #pragma once
@@ -99,7 +100,9 @@ Field<S, M> field(M S::*member, const char* name, const char* description = "") 
 }
 
 template <typename T>
-concept HasFields = requires { T::fields(); };
+concept HasFields = requires {
+  T::fields();
+};
 
 // ---------------------------------------------------------------------------------------------
 // Per-type codecs
@@ -122,7 +125,8 @@ struct Codec;
 template <>
 struct Codec<std::string> {
   static Json schema() { return {{"type", "string"}}; }
-  static void parse(const Json& j, const std::string& path, std::string& out, std::vector<ArgError>& errors) {
+  static void parse(const Json& j, const std::string& path, std::string& out,
+                    std::vector<ArgError>& errors) {
     if (!j.is_string()) {
       errors.push_back({path, "expected a string, got " + describe_json(j)});
       return;
@@ -135,7 +139,8 @@ struct Codec<std::string> {
 template <>
 struct Codec<bool> {
   static Json schema() { return {{"type", "boolean"}}; }
-  static void parse(const Json& j, const std::string& path, bool& out, std::vector<ArgError>& errors) {
+  static void parse(const Json& j, const std::string& path, bool& out,
+                    std::vector<ArgError>& errors) {
     if (!j.is_boolean()) {
       errors.push_back({path, "expected a boolean, got " + describe_json(j)});
       return;
@@ -171,7 +176,8 @@ struct Codec<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, boo
     }
     auto v = j.get<int64_t>();
     if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-        (v > 0 && static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
+        (v > 0 &&
+         static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
       errors.push_back({path, "integer " + j.dump() + " is out of range"});
       return;
     }
@@ -196,14 +202,17 @@ struct Codec<T, std::enable_if_t<std::is_floating_point_v<T>>> {
 template <>
 struct Codec<Json> {
   static Json schema() { return Json::object(); }
-  static void parse(const Json& j, const std::string&, Json& out, std::vector<ArgError>&) { out = j; }
+  static void parse(const Json& j, const std::string&, Json& out, std::vector<ArgError>&) {
+    out = j;
+  }
   static Json to_json(const Json& v) { return v; }
 };
 
 template <typename T>
 struct Codec<std::optional<T>> {
   static Json schema() { return Codec<T>::schema(); }  // nullability is expressed by `required`
-  static void parse(const Json& j, const std::string& path, std::optional<T>& out, std::vector<ArgError>& errors) {
+  static void parse(const Json& j, const std::string& path, std::optional<T>& out,
+                    std::vector<ArgError>& errors) {
     if (j.is_null()) {
       out.reset();
       return;
@@ -213,13 +222,16 @@ struct Codec<std::optional<T>> {
     Codec<T>::parse(j, path, value, errors);
     if (errors.size() == before) out = std::move(value);
   }
-  static Json to_json(const std::optional<T>& v) { return v ? Codec<T>::to_json(*v) : Json(nullptr); }
+  static Json to_json(const std::optional<T>& v) {
+    return v ? Codec<T>::to_json(*v) : Json(nullptr);
+  }
 };
 
 template <typename T>
 struct Codec<std::vector<T>> {
   static Json schema() { return {{"type", "array"}, {"items", Codec<T>::schema()}}; }
-  static void parse(const Json& j, const std::string& path, std::vector<T>& out, std::vector<ArgError>& errors) {
+  static void parse(const Json& j, const std::string& path, std::vector<T>& out,
+                    std::vector<ArgError>& errors) {
     if (!j.is_array()) {
       errors.push_back({path, "expected an array, got " + describe_json(j)});
       return;
@@ -240,7 +252,9 @@ struct Codec<std::vector<T>> {
 
 template <typename T>
 struct Codec<std::map<std::string, T>> {
-  static Json schema() { return {{"type", "object"}, {"additionalProperties", Codec<T>::schema()}}; }
+  static Json schema() {
+    return {{"type", "object"}, {"additionalProperties", Codec<T>::schema()}};
+  }
   static void parse(const Json& j, const std::string& path, std::map<std::string, T>& out,
                     std::vector<ArgError>& errors) {
     if (!j.is_object()) {
@@ -327,8 +341,10 @@ void field_parse(const Field<S, M>& f, const Json& object, const std::string& pa
     }
   }
   if (auto n = numeric_value(out.*(f.member))) {
-    if (f.minimum && *n < *f.minimum) errors.push_back({p, "must be >= " + number_text(*f.minimum) + ", got " + it->dump()});
-    if (f.maximum && *n > *f.maximum) errors.push_back({p, "must be <= " + number_text(*f.maximum) + ", got " + it->dump()});
+    if (f.minimum && *n < *f.minimum)
+      errors.push_back({p, "must be >= " + number_text(*f.minimum) + ", got " + it->dump()});
+    if (f.maximum && *n > *f.maximum)
+      errors.push_back({p, "must be <= " + number_text(*f.maximum) + ", got " + it->dump()});
   }
 }
 
@@ -338,14 +354,16 @@ struct Codec<T> {
     Json properties = Json::object();
     Json required = Json::array();
     const T defaults{};
-    std::apply([&](const auto&... f) { (field_schema(f, defaults, properties, required), ...); }, T::fields());
+    std::apply([&](const auto&... f) { (field_schema(f, defaults, properties, required), ...); },
+               T::fields());
     Json s = {{"type", "object"}, {"properties", properties}, {"additionalProperties", false}};
     if (!required.empty()) s["required"] = required;
     return s;
   }
   static void parse(const Json& j, const std::string& path, T& out, std::vector<ArgError>& errors) {
     if (!j.is_object()) {
-      errors.push_back({path.empty() ? "(arguments)" : path, "expected an object, got " + describe_json(j)});
+      errors.push_back(
+          {path.empty() ? "(arguments)" : path, "expected an object, got " + describe_json(j)});
       return;
     }
     std::apply([&](const auto&... f) { (field_parse(f, j, path, out, errors), ...); }, T::fields());
@@ -357,8 +375,12 @@ struct Codec<T> {
   }
   static Json to_json(const T& v) {
     Json out = Json::object();
-    std::apply([&](const auto&... f) { ((out[f.name] = Codec<std::decay_t<decltype(v.*(f.member))>>::to_json(v.*(f.member))), ...); },
-               T::fields());
+    std::apply(
+        [&](const auto&... f) {
+          ((out[f.name] = Codec<std::decay_t<decltype(v.*(f.member))>>::to_json(v.*(f.member))),
+           ...);
+        },
+        T::fields());
     return out;
   }
 };

@@ -6,8 +6,8 @@
 //   system_packages         likewise
 //   sandbox_variable_names  name -> type name, from the kernel
 //   sandbox_files           paths under /output
-//   tools_as_func           the functions cells may call (SandboxFunctions::tools_as_func), []
-//   without
+//   tools_as_func           the functions cells may call (SandboxFunctions::tools_as_func),
+//                           [] without
 //
 // Both functions read the sandbox through a SandboxBackend (blocking). Thread-safe.
 #pragma once

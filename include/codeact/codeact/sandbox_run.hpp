@@ -41,7 +41,7 @@ struct SandboxPlan {
   std::vector<std::string> python_packages;
   std::vector<std::string> system_packages;
   bool network = false;
-  std::string disk;            // the sandbox's disk limit ("10g", "none"); "" = the backend's default
+  std::string disk;  // the sandbox's disk limit ("10g", "none"); "" = the backend's default
   bool keep_sandbox = false;   // leave the container running at the end
   bool remove_volume = false;  // also remove the volume (its state and files) at the end
 

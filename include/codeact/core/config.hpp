@@ -26,7 +26,8 @@ Result<Json> load_yaml_file(const std::string& path);
 // default is an InvalidArgument naming the variable and the JSON path where it appears; `$$`
 // is a literal `$`.
 Result<Json> interpolate_env(const Json& value, const EnvLookup& env = getenv_string);
-Result<std::string> interpolate_string(const std::string& text, const EnvLookup& env = getenv_string,
+Result<std::string> interpolate_string(const std::string& text,
+                                       const EnvLookup& env = getenv_string,
                                        const std::string& where = "");
 
 // The seed's search order: `explicit_path` if given (must exist), then the file named by the

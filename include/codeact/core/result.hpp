@@ -104,23 +104,38 @@ Error unauthenticated(std::string message);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : v_(std::move(error)) {}  // NOLINT
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
 
-  T& value() & { assert(ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(ok()); return std::get<0>(v_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const& { assert(!ok()); return std::get<1>(v_); }
-  Error&& error() && { assert(!ok()); return std::get<1>(std::move(v_)); }
+  const Error& error() const& {
+    assert(!ok());
+    return std::get<1>(v_);
+  }
+  Error&& error() && {
+    assert(!ok());
+    return std::get<1>(std::move(v_));
+  }
 
   T value_or(T fallback) const& { return ok() ? value() : std::move(fallback); }
 
@@ -136,8 +151,14 @@ class [[nodiscard]] Result<void> {
 
   bool ok() const { return !e_.has_value(); }
   explicit operator bool() const { return ok(); }
-  const Error& error() const& { assert(!ok()); return *e_; }
-  Error&& error() && { assert(!ok()); return std::move(*e_); }
+  const Error& error() const& {
+    assert(!ok());
+    return *e_;
+  }
+  Error&& error() && {
+    assert(!ok());
+    return std::move(*e_);
+  }
 
  private:
   std::optional<Error> e_;
@@ -152,13 +173,14 @@ inline Status ok_status() { return Status(); }
 // Propagates an error: CODEACT_TRY(auto x, f()); or CODEACT_TRY_STATUS(g());
 #define CODEACT_CONCAT_INNER_(a, b) a##b
 #define CODEACT_CONCAT_(a, b) CODEACT_CONCAT_INNER_(a, b)
-#define CODEACT_TRY_IMPL_(tmp, decl, expr)        \
-  auto tmp = (expr);                              \
-  if (!tmp.ok()) return std::move(tmp).error();   \
+#define CODEACT_TRY_IMPL_(tmp, decl, expr)      \
+  auto tmp = (expr);                            \
+  if (!tmp.ok()) return std::move(tmp).error(); \
   decl = std::move(tmp).value()
-#define CODEACT_TRY(decl, expr) CODEACT_TRY_IMPL_(CODEACT_CONCAT_(codeact_try_, __LINE__), decl, expr)
-#define CODEACT_TRY_STATUS(expr)                  \
-  do {                                            \
-    auto codeact_status_ = (expr);                \
+#define CODEACT_TRY(decl, expr) \
+  CODEACT_TRY_IMPL_(CODEACT_CONCAT_(codeact_try_, __LINE__), decl, expr)
+#define CODEACT_TRY_STATUS(expr)                                          \
+  do {                                                                    \
+    auto codeact_status_ = (expr);                                        \
     if (!codeact_status_.ok()) return std::move(codeact_status_).error(); \
   } while (0)

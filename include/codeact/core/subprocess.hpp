@@ -20,16 +20,16 @@
 namespace codeact::core {
 
 struct ProcessOptions {
-  std::vector<std::string> argv;              // argv[0] is looked up in PATH
-  std::map<std::string, std::string> env;     // added to (or replacing) the inherited environment
-  std::vector<std::string> unset_env;         // removed from the inherited environment
+  std::vector<std::string> argv;           // argv[0] is looked up in PATH
+  std::map<std::string, std::string> env;  // added to (or replacing) the inherited environment
+  std::vector<std::string> unset_env;      // removed from the inherited environment
   bool inherit_env = true;
-  std::string cwd;                            // "" = current directory
-  bool pipe_stdin = false;                    // else /dev/null
-  bool pipe_stdout = true;                    // else inherited
-  bool pipe_stderr = true;                    // else inherited
-  bool stderr_to_stdout = false;              // merge stderr into the stdout pipe
-  bool new_process_group = true;              // so kill() reaches grandchildren
+  std::string cwd;                // "" = current directory
+  bool pipe_stdin = false;        // else /dev/null
+  bool pipe_stdout = true;        // else inherited
+  bool pipe_stderr = true;        // else inherited
+  bool stderr_to_stdout = false;  // merge stderr into the stdout pipe
+  bool new_process_group = true;  // so kill() reaches grandchildren
 };
 
 class Subprocess {

@@ -35,16 +35,16 @@ struct EndpointRequest {
   std::string flag;        // --temporal HOST:PORT ("" = not given)
   std::string config_url;  // temporal.url ("" = not configured)
   std::string ns = "default";
-  std::string data_dir;    // "" = core::data_dir()
+  std::string data_dir;  // "" = core::data_dir()
 };
 
-core::Result<TemporalEndpoint> resolve_temporal(const EndpointRequest& request,
-                                                const std::function<void(const std::string&)>& progress);
+core::Result<TemporalEndpoint> resolve_temporal(
+    const EndpointRequest& request, const std::function<void(const std::string&)>& progress);
 
 // Connects and waits until the namespace answers (a fresh dev server registers it shortly after
 // it starts). Unavailable naming the address when nothing answers within `wait`.
-core::Result<temporal::Client> connect_temporal(const TemporalEndpoint& endpoint,
-                                                std::chrono::milliseconds wait = std::chrono::seconds(30));
+core::Result<temporal::Client> connect_temporal(
+    const TemporalEndpoint& endpoint, std::chrono::milliseconds wait = std::chrono::seconds(30));
 
 // The `temporal` CLI, or NotFound saying how to install it (temporal::find_temporal_cli, named
 // here too for the callers that knew it as the durable layer's).

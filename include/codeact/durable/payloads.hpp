@@ -69,8 +69,8 @@ struct TaskInput {
   // agent's own). Names only: the servers, their credentials and sessions live on the worker.
   std::vector<std::string> mcp_servers;
   bool network = false;
-  std::string disk;            // the sandbox's disk limit ("10g", "none"); "" = the worker's default
-  bool keep_sandbox = false;   // leave the container running at the end
+  std::string disk;           // the sandbox's disk limit ("10g", "none"); "" = the worker's default
+  bool keep_sandbox = false;  // leave the container running at the end
   bool remove_volume = false;  // remove the volume at the end
   std::optional<agent::UsageLimits> usage_limits;
   codeact::SandboxToolsOptions tools;  // sandbox_id is filled in by the workflow

@@ -5,9 +5,9 @@
 //                                        GEMINI_BASE_URL); also "gemini:<model>"
 //   anthropic:claude-sonnet-4-5          Anthropic Messages (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)
 //   ollama:qwen2.5-coder                 OpenAI-compatible at http://localhost:11434/v1
-//   (OLLAMA_BASE_URL) openai-compatible:<model>@<base-url> any OpenAI-compatible endpoint (vLLM,
-//   llama.cpp server, ...) test / function                      TestModel (for examples);
-//   FunctionModel is built in code
+//                                        (OLLAMA_BASE_URL)
+//   openai-compatible:<model>@<base-url> any OpenAI-compatible endpoint (vLLM, llama.cpp, ...)
+//   test / function                      TestModel (for examples); FunctionModel is built in code
 //
 // Keys and base URLs come from, in order: ModelConfig fields, the app_conf.yml `llm.<provider>`
 // block ({api_key, base_url, model_name}; "gemini" for google-gla), then the environment.

@@ -2,9 +2,9 @@
 //
 //   mcp_servers:
 //     time:  { command: mcp-server-time, args: [], env: {} }                    # stdio
-//     docs:  { url: "http://127.0.0.1:8000/mcp", headers: { Authorization: "Bearer ${DOCS_TOKEN}" }
-//     } old:   { url: "http://127.0.0.1:9000/sse" }                               # HTTP+SSE
-//     (2024-11-05)
+//     docs:  { url: "http://127.0.0.1:8000/mcp",
+//              headers: { Authorization: "Bearer ${DOCS_TOKEN}" } }       # streamable HTTP
+//     old:   { url: "http://127.0.0.1:9000/sse" }                         # HTTP+SSE (2024-11-05)
 //
 // Keys: command/args/env/cwd (stdio), url/headers (HTTP), transport (stdio | http | sse; default
 // from the keys, and "sse" for a URL whose path ends in /sse), timeout (seconds per request,

@@ -7,8 +7,9 @@
 // every path (`/v1.41/containers/create`).
 //
 // Errors are Error values, never raw transport messages:
-//   - daemon unreachable        -> Unavailable "cannot reach the Docker engine at unix://...: <why>.
-//                                  Is it running? Try `systemctl start docker` or set DOCKER_HOST."
+//   - daemon unreachable        -> Unavailable "cannot reach the Docker engine at unix://...:
+//                                  <why>. Is it running? Try `systemctl start docker` or set
+//                                  DOCKER_HOST."
 //   - 404 (no such image/container/volume) -> NotFound, naming the object (a missing image adds
 //                                  "run `codeact image build`" for codeact-sandbox images)
 //   - 409 -> AlreadyExists (name in use) or FailedPrecondition (e.g. container not running),
@@ -41,7 +42,8 @@ using core::Json;
 using ProgressFn = std::function<void(std::string_view line)>;
 // Supplies a streamed request body: fill `buffer` with up to `max` bytes, return 0 at the end.
 using BodySource = std::function<size_t(char* buffer, size_t max)>;
-// Docker filter map: {"label": {"io.codeact.sandbox=1", "io.codeact.id=abc"}, "dangling": {"true"}}.
+// Docker filter map, e.g.
+//   {"label": {"io.codeact.sandbox=1", "io.codeact.id=abc"}, "dangling": {"true"}}.
 using Filters = std::map<std::string, std::vector<std::string>>;
 using Labels = std::map<std::string, std::string>;
 
@@ -57,9 +59,9 @@ struct DockerClientOptions {
 };
 
 struct DockerVersion {
-  std::string version;          // engine version, e.g. "20.10.24+dfsg1"
-  std::string api_version;      // server's highest, e.g. "1.41"
-  std::string min_api_version;  // e.g. "1.12"
+  std::string version;                 // engine version, e.g. "20.10.24+dfsg1"
+  std::string api_version;             // server's highest, e.g. "1.41"
+  std::string min_api_version;         // e.g. "1.12"
   std::string negotiated_api_version;  // what this client uses, e.g. "1.41"
   std::string os, arch, kernel_version;
   Json raw;
@@ -109,7 +111,7 @@ struct ImportImageOptions {
 };
 
 struct BuildImageOptions {
-  std::vector<std::string> tags;  // "repo:tag"
+  std::vector<std::string> tags;          // "repo:tag"
   std::string dockerfile = "Dockerfile";  // path inside the context
   std::map<std::string, std::string> build_args;
   Labels labels;
@@ -160,10 +162,10 @@ struct VolumeMount {
 struct ContainerSpec {
   std::string name;  // "" = daemon-generated
   std::string image;
-  std::vector<std::string> cmd;                    // empty = the image's CMD
+  std::vector<std::string> cmd;                        // empty = the image's CMD
   std::optional<std::vector<std::string>> entrypoint;  // nullopt = image's; {} = none
   std::map<std::string, std::string> env;
-  std::string user;         // "1000:1000", "sandbox"
+  std::string user;  // "1000:1000", "sandbox"
   Labels labels;
   std::string working_dir;
   std::string hostname;
@@ -171,7 +173,7 @@ struct ContainerSpec {
   std::vector<VolumeMount> volumes;
   std::map<std::string, std::string> tmpfs;  // path -> mount options, e.g. "rw,size=64m,mode=1777"
   bool read_only_rootfs = false;
-  std::vector<std::string> cap_drop;      // e.g. {"ALL"}
+  std::vector<std::string> cap_drop;  // e.g. {"ALL"}
   std::vector<std::string> cap_add;
   std::vector<std::string> security_opt;  // e.g. {"no-new-privileges"}
   std::optional<int64_t> pids_limit;
@@ -203,15 +205,15 @@ struct ContainerState {
   int64_t pid = 0;
   int64_t exit_code = 0;
   std::string error;
-  std::string started_at;   // RFC 3339 ("0001-01-01T00:00:00Z" when never)
+  std::string started_at;  // RFC 3339 ("0001-01-01T00:00:00Z" when never)
   std::string finished_at;
-  std::string health;       // "" (no health check), "starting", "healthy", "unhealthy"
+  std::string health;  // "" (no health check), "starting", "healthy", "unhealthy"
 };
 
 struct ContainerInfo {
   std::string id;
-  std::string name;   // without the leading '/'
-  std::string image;  // image id
+  std::string name;          // without the leading '/'
+  std::string image;         // image id
   std::string config_image;  // image reference as given at create
   std::string created;
   ContainerState state;
@@ -302,7 +304,8 @@ struct ContainerStats {
 struct VolumeSpec {
   std::string name;  // "" = daemon-generated
   std::string driver = "local";
-  std::map<std::string, std::string> driver_opts;  // e.g. NFS: type=nfs, o=addr=...,rw, device=:/path
+  std::map<std::string, std::string>
+      driver_opts;  // e.g. NFS: type=nfs, o=addr=...,rw, device=:/path
   Labels labels;
 };
 

@@ -61,9 +61,9 @@ struct ImageRecipe {
 };
 
 enum class BuildMethod {
-  kAuto,        // base image if available locally (or $CODEACT_BASE_IMAGE), else debootstrap
-  kBaseImage,   // FROM a Debian bookworm image + apt-get
-  kDebootstrap, // host debootstrap + docker import
+  kAuto,         // base image if available locally (or $CODEACT_BASE_IMAGE), else debootstrap
+  kBaseImage,    // FROM a Debian bookworm image + apt-get
+  kDebootstrap,  // host debootstrap + docker import
 };
 
 struct ImageBuilderOptions {
@@ -84,10 +84,10 @@ struct ImageBuilderOptions {
 };
 
 struct BuildReport {
-  std::string tag;       // "codeact-sandbox:0123456789ab"
+  std::string tag;  // "codeact-sandbox:0123456789ab"
   std::string image_id;
   BuildMethod method = BuildMethod::kAuto;  // the one actually used
-  bool built = false;    // false when the image already existed
+  bool built = false;                       // false when the image already existed
   bool rootfs_built = false;
   std::chrono::milliseconds duration{0};
   int64_t size_bytes = 0;
@@ -111,8 +111,9 @@ class ImageBuilder {
   core::Result<ImageInfo> find_image();
 
   // The build context tar for the Dockerfile (exposed for tests): the Dockerfile, entrypoint.sh,
-  // the codeact_kernel/ package, build/apt-packages (what to apt-get install, "" on codeact-rootfs) and
-  // build/ca.crt (this host's CA bundle, for downloading uv behind a TLS-inspecting proxy).
+  // the codeact_kernel/ package, build/apt-packages (what to apt-get install, "" on
+  // codeact-rootfs) and build/ca.crt (this host's CA bundle, for downloading uv behind a
+  // TLS-inspecting proxy).
   core::Result<std::string> build_context(const std::string& apt_packages = "") const;
 
  private:

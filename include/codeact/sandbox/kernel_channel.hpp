@@ -4,7 +4,8 @@
 // kernel listens on (bind-mounted from the host). A call sends {"id", "op", ...fields} and reads
 // frames until the reply with that id: events go to the caller's callback, "bridge_call" frames
 // are answered through the caller's bridge handler (the kernel calling host functions).
-// The protocol itself is documented with the kernel (src/sandbox/kernel/codeact_kernel/__init__.py).
+// The protocol itself is documented with the kernel
+// (src/sandbox/kernel/codeact_kernel/__init__.py).
 //
 // The socket lives in a directory the sandbox cannot write, and connect() still trusts nothing
 // it finds there: it never follows a symbolic link (the path is opened O_PATH|O_NOFOLLOW, must be a
@@ -34,7 +35,6 @@
 #include "codeact/sandbox/sandbox_types.hpp"
 
 namespace codeact::sandbox {
-
 
 // Who the kernel at the other end must prove to be.
 struct KernelAuth {
@@ -89,8 +89,8 @@ class KernelChannel {
   core::Status verify_auth(std::chrono::steady_clock::time_point deadline, bool has_deadline,
                            const core::CancelToken* cancel);
   core::Status write_frame(const core::Json& frame);
-  core::Result<core::Json> read_frame(std::chrono::steady_clock::time_point deadline, bool has_deadline,
-                                      const core::CancelToken* cancel);
+  core::Result<core::Json> read_frame(std::chrono::steady_clock::time_point deadline,
+                                      bool has_deadline, const core::CancelToken* cancel);
   void close();
 
   std::mutex mu_;

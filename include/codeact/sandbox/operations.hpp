@@ -77,10 +77,10 @@ struct ReadVariableInStateArgs {
 struct ExecutePythonArgs {
   std::string container_id;
   std::string code;
-  core::Json variables;          // object or null
+  core::Json variables;  // object or null
   bool persist_state = true;
-  std::string execution_id;      // "" = none
-  double timeout = 300;          // seconds
+  std::string execution_id;  // "" = none
+  double timeout = 300;      // seconds
   static constexpr std::string_view kKind = "execute_python";
 };
 struct ExecuteBashArgs {
@@ -102,9 +102,10 @@ struct WriteFileArgs {
   static constexpr std::string_view kKind = "write_file";
 };
 
-using SandboxTaskArgs = std::variant<SandboxBaseArgs, StartContainerArgs, InstallAdditionalPackagesArgs,
-                                     ReadVariableInStateArgs, ExecutePythonArgs, ExecuteBashArgs,
-                                     ReadOperationsArgs, WriteFileArgs>;
+using SandboxTaskArgs =
+    std::variant<SandboxBaseArgs, StartContainerArgs, InstallAdditionalPackagesArgs,
+                 ReadVariableInStateArgs, ExecutePythonArgs, ExecuteBashArgs, ReadOperationsArgs,
+                 WriteFileArgs>;
 
 // Parses arguments by their "kind" discriminator (as the seed's SandboxTaskArgsAdapter);
 // InvalidArgument naming the field for a missing or mistyped one.
@@ -122,12 +123,13 @@ struct SandboxInputTask {
 
 class SandboxOperations {
  public:
-  explicit SandboxOperations(std::shared_ptr<SandboxManager> manager) : manager_(std::move(manager)) {}
+  explicit SandboxOperations(std::shared_ptr<SandboxManager> manager)
+      : manager_(std::move(manager)) {}
 
   core::Result<std::string> start_container(const StartContainerArgs& args);  // the sandbox id
   core::Result<core::Json> stop_container(const SandboxBaseArgs& args);
   core::Result<core::Json> restart_container(const SandboxBaseArgs& args);
-  core::Result<core::Json> get_python_state(const SandboxBaseArgs& args);    // {name: value-or-repr}
+  core::Result<core::Json> get_python_state(const SandboxBaseArgs& args);  // {name: value-or-repr}
   core::Result<core::Json> read_state_variable(const ReadVariableInStateArgs& args);
   core::Result<core::Json> clear_python_state(const SandboxBaseArgs& args);
   core::Result<core::Json> list_state_variables(const SandboxBaseArgs& args);  // {name: type}

@@ -90,7 +90,8 @@ class SandboxManager final : public SandboxBackend {
   core::Result<SandboxInfo> info(const std::string& id) override;
   // Sandboxes this codeact created (by label).
   core::Result<std::vector<SandboxInfo>> list() override;
-  core::Result<ExecuteResult> execute(const std::string& id, const ExecuteRequest& request) override;
+  core::Result<ExecuteResult> execute(const std::string& id,
+                                      const ExecuteRequest& request) override;
   // A retry of a script still running waits for it; the record survives kernel restarts.
   core::Result<BashResult> bash(const std::string& id, const std::string& script,
                                 double timeout_seconds = 300,

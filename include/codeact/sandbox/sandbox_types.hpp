@@ -22,9 +22,8 @@ inline constexpr std::string_view kSandboxIdLabel = "io.codeact.sandbox.id";
 
 // Host function called from sandbox code: (name, positional args, keyword args) -> JSON value,
 // or an Error whose message is raised in the sandbox as ToolError.
-using BridgeHandler =
-    std::function<core::Result<core::Json>(const std::string& name, const core::Json& args,
-                                           const core::Json& kwargs)>;
+using BridgeHandler = std::function<core::Result<core::Json>(
+    const std::string& name, const core::Json& args, const core::Json& kwargs)>;
 
 struct SandboxOptions {
   std::string id;  // "" = a fresh random id ("sbx-1a2b3c4d")
@@ -56,11 +55,11 @@ struct SandboxInfo {
   bool resumed = false;  // start() found an existing sandbox
   std::vector<std::string> python_packages;
   std::vector<std::string> system_packages;
-  std::string disk;      // its disk limit ("10g"); "" = none
-  int64_t cell = 0;      // last committed cell (when the kernel was asked)
+  std::string disk;                  // its disk limit ("10g"); "" = none
+  int64_t cell = 0;                  // last committed cell (when the kernel was asked)
   std::vector<Json> restore_errors;  // {name, reason} reported by the kernel on restore
-  std::vector<Json> lost;  // {name, reason}: names the restore could not bring back
-  std::string notice;    // what the backend did or could not do, for the user (e.g. no disk limit)
+  std::vector<Json> lost;            // {name, reason}: names the restore could not bring back
+  std::string notice;  // what the backend did or could not do, for the user (e.g. no disk limit)
   Json to_json() const;
 };
 
@@ -72,10 +71,10 @@ struct CellError {
 
 struct ExecuteRequest {
   std::string code;
-  std::string execution_id;  // "" = none (no replay protection)
+  std::string execution_id;      // "" = none (no replay protection)
   double timeout_seconds = 300;  // 0 = no limit
   bool persist = true;
-  Json variables;                // object of name -> JSON value injected first, or null
+  Json variables;  // object of name -> JSON value injected first, or null
   int64_t max_output_bytes = 65536;
   // Live output: (stream name, text) as the cell prints.
   std::function<void(const std::string& stream, const std::string& text)> on_output;
@@ -99,8 +98,9 @@ struct ExecuteResult {
   bool replayed = false;
   bool timed_out = false;
   bool kernel_restarted = false;
-  std::string notice;  // what the kernel or the manager did (recovery, killed processes), for the user
-  Json truncated;      // {stdout: bytes omitted, ...} or null
+  std::string
+      notice;      // what the kernel or the manager did (recovery, killed processes), for the user
+  Json truncated;  // {stdout: bytes omitted, ...} or null
   int64_t snapshot_ms = 0;  // time spent saving the state after the cell
 
   // The `sandbox exec --json` object: ok, stdout, stderr, result, error, outputs,

@@ -20,7 +20,8 @@ namespace codeact::sandbox {
 enum class TarEntryType { kFile, kDirectory, kSymlink, kHardLink, kOther };
 
 struct TarEntry {
-  // Relative path, '/'-separated, without a leading "./" or "/"; directories without a trailing '/'.
+  // Relative path, '/'-separated, without a leading "./" or "/"; directories without a
+  // trailing '/'.
   std::string path;
   TarEntryType type = TarEntryType::kFile;
   std::string data;         // contents of a kFile
@@ -28,7 +29,7 @@ struct TarEntry {
   uint32_t mode = 0644;     // permission bits (07777)
   uint32_t uid = 0;
   uint32_t gid = 0;
-  int64_t mtime = 0;        // seconds since the epoch
+  int64_t mtime = 0;  // seconds since the epoch
 };
 
 // Builds an archive in memory. Entries are written in the order added.
