@@ -133,6 +133,12 @@ std::string exit_reason(const ContainerState& s) {
   return fmt::format("the kernel exited with status {}", s.exit_code);
 }
 
+// The local driver's options for a volume on the loop device `device`: the sandbox's file system
+// is mounted (on the host, then into the container) without set-uid files or device nodes.
+std::map<std::string, std::string> disk_volume_options(const std::string& device) {
+  return {{"type", "ext4"}, {"device", device}, {"o", "nosuid,nodev"}};
+}
+
 bool mentions_full_disk(const std::string& text) {
   return text.find("No space left on device") != std::string::npos ||
          text.find("[Errno 28]") != std::string::npos;
@@ -444,7 +450,8 @@ Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions&
   spec.tmpfs["/tmp"] = fmt::format("rw,nosuid,nodev,size={},mode=1777", tmp_bytes);
   spec.read_only_rootfs = true;
   spec.cap_drop = {"ALL"};
-  spec.cap_add = {"SETUID", "SETGID"};  // for the drop to the sandbox user, then gone
+  // For the drop to the sandbox user, then gone (SETPCAP: to empty the bounding set first).
+  spec.cap_add = {"SETUID", "SETGID", "SETPCAP"};
   spec.security_opt = {"no-new-privileges"};
   spec.pids_limit = options.pids_limit;
   spec.memory_bytes = memory;
@@ -548,7 +555,7 @@ Result<std::string> SandboxManager::Impl::ensure_volume(const SandboxOptions& op
     CODEACT_TRY_STATUS(docker_->create_volume(spec));
     return std::string();
   }
-  spec.driver_opts = {{"type", "ext4"}, {"device", *device}};
+  spec.driver_opts = disk_volume_options(*device);
   spec.labels[std::string(kDiskLabel)] = want;
   spec.labels[std::string(kDiskImageLabel)] = image;
   CODEACT_TRY_STATUS(docker_->create_volume(spec));
@@ -578,7 +585,7 @@ Result<bool> SandboxManager::Impl::ensure_disk_attached(const std::string& id) {
   CODEACT_TRY_STATUS(docker_->remove_volume(volume_name(id), true));
   VolumeSpec spec = volume_spec(id);
   spec.labels = vol->labels;
-  spec.driver_opts = {{"type", "ext4"}, {"device", device}};
+  spec.driver_opts = disk_volume_options(device);
   CODEACT_TRY_STATUS(docker_->create_volume(spec));
   return removed;
 }
@@ -1104,8 +1111,15 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
           : std::chrono::milliseconds(0);
   // When an earlier cell (whose caller went away) still runs, this one waits in the kernel's
   // queue: the kernel says so ("queued"), and this cell's own timeout starts when it starts.
+  // A cell can write forged events on its connection, so they move the deadline only within what
+  // this call was given: one "queued" (a wait of at most this cell's own budget), then one
+  // "started" (the budget from then on); nothing the sandbox sends makes the host wait longer
+  // than twice the budget.
   Json queued_behind;  // the running cell, while this one waits
   bool started = true;
+  bool queued_seen = false;
+  bool started_seen = false;
+  bool wait_capped = false;  // the earlier cell had more time left than this cell's budget
   KernelCallOptions co;
   co.timeout = cell_budget;
   co.on_event = [&](const Json& ev) -> std::optional<std::chrono::milliseconds> {
@@ -1116,19 +1130,30 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
       return std::nullopt;
     }
     if (type == "queued") {
+      if (queued_seen || started_seen) return std::nullopt;
+      queued_seen = true;
       started = false;
       queued_behind = ev.value("running", Json::object());
-      // Wait for the earlier cell at most until its own timeout (plus grace) has passed; when
-      // the kernel does not say what its timeout is, as long as this cell would have had.
+      if (cell_budget.count() == 0) return std::nullopt;  // no deadline asked for, none set
+      // Wait for the earlier cell until its own timeout (plus grace) has passed, at most as long
+      // as this cell would have had; when the kernel does not say what its timeout is, or it has
+      // none, as long as this cell would have had.
+      std::chrono::milliseconds wait = cell_budget;
       double their_timeout = core::json_number(queued_behind, "timeout_s", -1);
-      if (their_timeout < 0)
-        return cell_budget.count() > 0 ? std::optional(cell_budget) : std::nullopt;
-      if (their_timeout == 0) return std::nullopt;  // it has no timeout: keep this cell's deadline
-      double left = their_timeout - core::json_number(queued_behind, "running_ms") / 1000;
-      return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, left) * 1000)) +
-             options_.kill_grace;
+      if (their_timeout > 0) {
+        double left = their_timeout - core::json_number(queued_behind, "running_ms") / 1000;
+        wait = std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, left) * 1000)) +
+               options_.kill_grace;
+      }
+      if (wait > cell_budget) {
+        wait = cell_budget;
+        wait_capped = true;
+      }
+      return wait;
     }
     if (type == "started") {
+      if (!queued_seen || started_seen) return std::nullopt;
+      started_seen = true;
       started = true;
       if (cell_budget.count() > 0) return cell_budget;
     }
@@ -1194,13 +1219,16 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
     why = fmt::format(
         "this cell did not run: the sandbox was still busy with an earlier cell (cell {}, "
         "execution id {}, running "
-        "for {:.0f} s, whose caller had gone) that did not stop within its timeout of {} s; the "
-        "kernel was killed",
+        "for {:.0f} s, whose caller had gone) that {}; the kernel was killed",
         core::json_int(queued_behind, "cell"),
         core::json_string(queued_behind, "execution_id", "none"),
         core::json_number(queued_behind, "running_ms") / 1000 +
             static_cast<double>(elapsed.count()) / 1000,
-        core::json_number(queued_behind, "timeout_s"));
+        wait_capped ? fmt::format("was still running when this cell had waited as long as its "
+                                  "own timeout ({} s)",
+                                  req.timeout_seconds)
+                    : fmt::format("did not stop within its timeout of {} s",
+                                  core::json_number(queued_behind, "timeout_s")));
     type = "SandboxBusy";
   } else {
     why = fmt::format("the cell did not stop within its timeout of {}s and the kernel was killed",

@@ -233,6 +233,97 @@ TEST_F(ContainmentTest, APeerThatCannotProveItIsTheKernelIsNotBelieved) {
   EXPECT_EQ(r.stdout_text.find("FORGED"), std::string::npos);
 }
 
+// A cell runs inside the kernel process, so it can write frames of its own on the host's
+// connection: this prelude gives the cell `forge(frame)` to do so (on every connection the kernel
+// holds; only the host's execute is open). What the host does with such frames is the test.
+const std::string kForge =
+    "import gc, json, struct\n"
+    "def forge(frame):\n"
+    "    data = frame if isinstance(frame, bytes) else json.dumps(frame).encode()\n"
+    "    for c in [o for o in gc.get_objects() if type(o).__name__ == 'Connection']:\n"
+    "        c.sock.sendall(struct.pack('>I', len(data)) + data)\n";
+
+TEST_F(ContainmentTest, AForgedDeeplyNestedFrameCannotCrashTheHost) {
+  start(a_);
+  start_victim();
+  ASSERT_TRUE(run(a_, "mine = 'A-value'").ok);
+  // A million nested arrays: parsing is iterative, but the first copy or dump of it would recurse
+  // a million times on the host's stack (a crashed worker or server, every tenant's calls lost).
+  ExecuteRequest req;
+  req.code = kForge +
+             "d = 1_000_000\n"
+             "forge(b'{\"id\":1,\"type\":\"queued\",\"running\":' + b'[' * d + b']' * d + b'}')\n";
+  req.timeout_seconds = 30;
+  auto r = manager_->execute(a_, req);
+  ASSERT_FALSE(r.ok());  // we are still here: the host refused the frame
+  EXPECT_EQ(r.error().code(), core::Code::kDataLoss) << r.error().to_string();
+  EXPECT_NE(r.error().message().find("nested more than"), std::string::npos)
+      << r.error().to_string();
+  EXPECT_EQ(run(a_, "print(mine)").stdout_text, "A-value\n");
+  expect_victim_untouched();
+}
+
+TEST_F(ContainmentTest, ForgedQueueEventsCannotStretchTheHostsTimeout) {
+  start(a_);
+  start_victim();
+  ASSERT_TRUE(run(a_, "mine = 'A-value'").ok);
+  // The cell claims to wait behind an earlier cell with a million seconds left, then keeps
+  // saying it has just started, and ignores the kernel's SIGINT: the host alone bounds the call.
+  ExecuteRequest req;
+  req.code = kForge +
+             "import signal, time\n"
+             "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+             "forge({'id': 1, 'type': 'queued', 'running': {'cell': 0, 'execution_id': 'x',\n"
+             "       'running_ms': 0, 'timeout_s': 1e6}})\n"
+             "t0 = time.time()\n"
+             "while time.time() - t0 < 600:\n"
+             "    forge({'id': 1, 'type': 'started', 'cell': 2})\n"
+             "    time.sleep(0.5)\n";
+  req.timeout_seconds = 2;
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = manager_->execute(a_, req);
+  auto took = std::chrono::steady_clock::now() - t0;
+  // Twice the budget (2 s + 5 s grace) at most, plus the restart.
+  EXPECT_LT(took, 40s);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  ASSERT_TRUE(r->error);
+  EXPECT_TRUE(r->kernel_restarted);
+  EXPECT_EQ(run(a_, "print(mine)").stdout_text, "A-value\n");
+  expect_victim_untouched();
+}
+
+TEST_F(ContainmentTest, NoProcessHoldsACapabilityNotEvenInItsBoundingSet) {
+  start(a_);
+  // The kernel (which runs the cells), its init (pid 1), and what a cell starts.
+  auto r = run(a_,
+               "import os, subprocess\n"
+               "def caps(status):\n"
+               "    return sorted(l.split()[0] + l.split()[1] for l in status.splitlines()\n"
+               "                  if l.startswith('Cap'))\n"
+               "print(caps(open('/proc/self/status').read()))\n"
+               "print(caps(open('/proc/1/status').read()))\n"
+               "print(caps(subprocess.run(['cat', '/proc/self/status'], capture_output=True,\n"
+               "                          text=True).stdout))\n");
+  const std::string none =
+      "['CapAmb:0000000000000000', 'CapBnd:0000000000000000', 'CapEff:0000000000000000', "
+      "'CapInh:0000000000000000', 'CapPrm:0000000000000000']\n";
+  EXPECT_EQ(r.stdout_text, none + none + none);
+}
+
+TEST_F(ContainmentTest, TheDiskIsMountedWithoutSetuidFilesOrDevices) {
+  start(a_, SandboxOptions{.disk = "64m"});
+  auto r = run(a_,
+               "for line in open('/proc/self/mountinfo'):\n"
+               "    f = line.split()\n"
+               "    if f[4] == '/persistent-storage':\n"
+               "        print(f[f.index('-') + 1], 'nosuid' in f[5], 'nodev' in f[5])\n");
+  EXPECT_EQ(r.stdout_text, "ext4 True True\n");
+  // And on the host, where Docker mounted it.
+  auto vol = docker_->inspect_volume(SandboxManager::volume_name(a_));
+  ASSERT_TRUE(vol.ok());
+  EXPECT_EQ(vol->options.count("o") ? vol->options.at("o") : "", "nosuid,nodev");
+}
+
 TEST_F(ContainmentTest, AFullDiskFailsTheCellAndKeepsTheCommittedState) {
   start(a_, SandboxOptions{.disk = "64m"});
   auto info = manager_->info(a_);

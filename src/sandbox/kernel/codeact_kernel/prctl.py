@@ -3,6 +3,7 @@ ctypes costs milliseconds to import)."""
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
 
 _libc_prctl = None

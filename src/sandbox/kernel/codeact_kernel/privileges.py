@@ -1,19 +1,22 @@
-"""Start-up as root (the container runs the kernel as uid 0 with only CAP_SETUID and CAP_SETGID,
-no-new-privileges and no docker init), so that:
+"""Start-up as root (the container runs the kernel as uid 0 with only CAP_SETUID, CAP_SETGID and
+CAP_SETPCAP, no-new-privileges and no docker init), so that:
   - the listening socket is created by the owner of its directory (the host user, e.g. root),
     in a directory the sandbox user cannot write: sandbox code can neither replace nor redirect
     it (issue #17 §1);
   - pid 1 is a minimal init of ours that forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT to the kernel,
     reaps orphans and exits with the kernel's status (exit code, or 128 + signal);
   - then both processes become uid/gid 1000 for good (real, effective and saved ids, no
-    supplementary groups, no capabilities), checked, before any user-controlled code (the
-    restore unpickles) runs.
+    supplementary groups, no capabilities, an empty bounding set: CAP_SETPCAP is there only to
+    empty it, so that not even a setuid-root binary could give a capability back), checked,
+    before any user-controlled code (the restore unpickles) runs.
 Started as another user, the kernel skips all this and just binds the socket itself."""
 
+import errno
 import os
 import signal
 
-from .prctl import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl
+from .prctl import (PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG,
+                    prctl)
 
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
@@ -114,7 +117,9 @@ def _run_init(kernel_pid):
 
 def drop_to(uid, gid):
     """Becomes uid/gid for good and checks it: real, effective and saved ids, no supplementary
-    groups, no effective or permitted capabilities. Raises StartupError otherwise."""
+    groups, no effective, permitted, ambient or inheritable capabilities, an empty bounding set.
+    Raises StartupError otherwise."""
+    drop_bounding_set()
     try:
         os.setgroups([])
         os.setresgid(gid, gid, gid)
@@ -129,12 +134,30 @@ def drop_to(uid, gid):
     if os.getgroups():
         problems.append("supplementary groups %s" % os.getgroups())
     caps = capabilities()
-    for name in ("CapEff", "CapPrm", "CapAmb"):
+    for name in ("CapEff", "CapPrm", "CapAmb", "CapInh", "CapBnd"):
         if caps.get(name, 0):
             problems.append("%s is %x" % (name, caps[name]))
     if problems:
         raise StartupError("privileges not dropped to uid %d, gid %d: %s"
                            % (uid, gid, "; ".join(problems)))
+
+
+def drop_bounding_set():
+    """Empties the capability bounding set (needs CAP_SETPCAP). Raises StartupError when a
+    capability stays in it."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):
+        try:
+            prctl(PR_CAPBSET_DROP, cap)
+        except OSError as e:
+            if e.errno == errno.EINVAL:  # not a capability of this kernel
+                continue
+            raise StartupError("cannot drop capability %d from the bounding set: %s (the "
+                               "container needs CAP_SETPCAP)" % (cap, e.strerror))
 
 
 def capabilities():
