@@ -191,7 +191,8 @@ core::Result<std::unique_ptr<KernelChannel>> KernelChannel::connect(
     // Sent now, checked by the first call(): the request it pipelines with reaches only a kernel
     // that accepted this frame as meant for it.
     CODEACT_TRY_STATUS(channel->write_frame(
-        Json{{"id", 0}, {"op", "auth"}, {"sandbox_id", auth->sandbox_id}, {"nonce", nonce}}));
+        Json{{"id", 0}, {"op", "auth"}, {"sandbox_id", auth->sandbox_id}, {"nonce", nonce}},
+        Clock::now() + std::max(timeout, std::chrono::milliseconds(1000)), true, nullptr));
     channel->pending_auth_ = auth;
   }
   return channel;
@@ -252,7 +253,8 @@ void KernelChannel::close() {
   }
 }
 
-core::Status KernelChannel::write_frame(const Json& frame) {
+core::Status KernelChannel::write_frame(const Json& frame, Clock::time_point deadline,
+                                        bool has_deadline, const core::CancelToken* cancel) {
   std::string body = core::dump_json(frame);
   uint32_t n = static_cast<uint32_t>(body.size());
   std::string out;
@@ -264,15 +266,39 @@ core::Status KernelChannel::write_frame(const Json& frame) {
   out += body;
   size_t off = 0;
   while (off < out.size()) {
-    ssize_t w = ::send(fd_, out.data() + off, out.size() - off, MSG_NOSIGNAL);
-    if (w < 0) {
-      if (errno == EINTR) continue;
+    ssize_t w = ::send(fd_, out.data() + off, out.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w >= 0) {
+      off += static_cast<size_t>(w);
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
       int e = errno;
       close();
       return core::unavailable(
           fmt::format("the kernel connection broke while sending: {}", std::strerror(e)));
     }
-    off += static_cast<size_t>(w);
+    // The kernel is not reading (busy, stopped, or refusing to): wait, but only as long as
+    // the call may take.
+    int wait_ms = 200;
+    if (has_deadline) {
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) {
+        close();
+        return core::deadline_exceeded(fmt::format(
+            "the kernel did not take the request in time (it stopped reading after {} of {} "
+            "bytes)",
+            off, out.size()));
+      }
+      wait_ms = static_cast<int>(std::min<int64_t>(left, 200));
+    }
+    if (cancel && cancel->cancelled()) {
+      close();
+      return core::cancelled("the kernel call was cancelled");
+    }
+    pollfd p{fd_, POLLOUT, 0};
+    (void)::poll(&p, 1, wait_ms);
   }
   return core::ok_status();
 }
@@ -358,9 +384,9 @@ core::Result<Json> KernelChannel::call(const std::string& op, Json fields,
   Json request = fields.is_object() ? std::move(fields) : Json::object();
   request["id"] = id;
   request["op"] = op;
-  CODEACT_TRY_STATUS(write_frame(request));
   bool has_deadline = options.timeout.count() > 0;
   auto deadline = Clock::now() + options.timeout;
+  CODEACT_TRY_STATUS(write_frame(request, deadline, has_deadline, options.cancel));
   if (pending_auth_) CODEACT_TRY_STATUS(verify_auth(deadline, has_deadline, options.cancel));
   while (true) {
     CODEACT_TRY(Json frame, read_frame(deadline, has_deadline, options.cancel));
@@ -386,7 +412,7 @@ core::Result<Json> KernelChannel::call(const std::string& op, Json fields,
                              {"message", r.error().message()}};
         }
       }
-      CODEACT_TRY_STATUS(write_frame(answer));
+      CODEACT_TRY_STATUS(write_frame(answer, deadline, has_deadline, options.cancel));
       continue;
     }
     if (type != "reply") {

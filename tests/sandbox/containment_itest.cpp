@@ -292,6 +292,32 @@ TEST_F(ContainmentTest, ForgedQueueEventsCannotStretchTheHostsTimeout) {
   expect_victim_untouched();
 }
 
+TEST_F(ContainmentTest, AKernelThatStopsReadingCannotHangTheHostsSend) {
+  start(a_);
+  start_victim();
+  ASSERT_TRUE(run(a_, "mine = 'A-value'").ok);
+  // A thread the cell leaves behind stops the whole kernel once the cell has returned: the host's
+  // next big request fills the socket's buffer, and send() would wait for ever.
+  ASSERT_TRUE(run(a_,
+                  "import os, signal, threading\n"
+                  "threading.Timer(1, os.kill, (os.getpid(), signal.SIGSTOP)).start()\n")
+                  .ok);
+  std::this_thread::sleep_for(2s);
+  auto t0 = std::chrono::steady_clock::now();
+  auto w = manager_->kernel_call(
+      a_, "files.write", Json{{"path", "/output/big"}, {"data_b64", std::string(8 << 20, 'A')}},
+      5s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().code(), core::Code::kDeadlineExceeded) << w.error().to_string();
+  EXPECT_NE(w.error().message().find("did not take the request"), std::string::npos)
+      << w.error().to_string();
+  auto restarted = manager_->restart(a_);
+  ASSERT_TRUE(restarted.ok()) << restarted.error().to_string();
+  EXPECT_EQ(run(a_, "print(mine)").stdout_text, "A-value\n");
+  expect_victim_untouched();
+}
+
 TEST_F(ContainmentTest, NoProcessHoldsACapabilityNotEvenInItsBoundingSet) {
   start(a_);
   // The kernel (which runs the cells), its init (pid 1), and what a cell starts.

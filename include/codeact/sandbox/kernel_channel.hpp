@@ -43,8 +43,8 @@ struct KernelAuth {
 };
 
 struct KernelCallOptions {
-  // How long to wait for the reply. 0 = forever. A DeadlineExceeded leaves the kernel running
-  // whatever it was doing and closes the channel.
+  // How long to wait for the kernel to take the request and send its reply. 0 = forever. A
+  // DeadlineExceeded leaves the kernel running whatever it was doing and closes the channel.
   std::chrono::milliseconds timeout{0};
   // Receives every event before the reply ("stream" {"name": "stdout"|"stderr", "text"},
   // "queued", "started", ...). Returning a duration moves the call's deadline to now + it.
@@ -88,7 +88,10 @@ class KernelChannel {
   KernelChannel(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   core::Status verify_auth(std::chrono::steady_clock::time_point deadline, bool has_deadline,
                            const core::CancelToken* cancel);
-  core::Status write_frame(const core::Json& frame);
+  // Sends one frame; a kernel that stops reading (a stopped process, a full socket buffer) makes
+  // it fail at the deadline or on cancel, never block past them.
+  core::Status write_frame(const core::Json& frame, std::chrono::steady_clock::time_point deadline,
+                           bool has_deadline, const core::CancelToken* cancel);
   core::Result<core::Json> read_frame(std::chrono::steady_clock::time_point deadline,
                                       bool has_deadline, const core::CancelToken* cancel);
   void close();
