@@ -1120,13 +1120,28 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
   bool queued_seen = false;
   bool started_seen = false;
   bool wait_capped = false;  // the earlier cell had more time left than this cell's budget
+  int64_t streamed_stdout = 0, streamed_stderr = 0;
   KernelCallOptions co;
   co.timeout = cell_budget;
   co.on_event = [&](const Json& ev) -> std::optional<std::chrono::milliseconds> {
     std::string type = core::json_string(ev, "type");
     if (type == "stream") {
-      if (req.on_output)
-        req.on_output(core::json_string(ev, "name"), core::json_string(ev, "text"));
+      // At most max_output_bytes per stream reach the caller, as an honest kernel sends: a cell
+      // writing stream events of its own cannot flood the caller.
+      std::string name = core::json_string(ev, "name");
+      std::string text = core::json_string(ev, "text");
+      if (name != "stdout" && name != "stderr") return std::nullopt;
+      int64_t& sent = name == "stdout" ? streamed_stdout : streamed_stderr;
+      if (req.max_output_bytes > 0) {
+        int64_t room = std::max<int64_t>(0, req.max_output_bytes - sent);
+        if (static_cast<int64_t>(text.size()) > room) {
+          size_t cut = static_cast<size_t>(room);
+          while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+          text.resize(cut);  // on a character boundary
+        }
+      }
+      sent += static_cast<int64_t>(text.size());
+      if (req.on_output && !text.empty()) req.on_output(name, text);
       return std::nullopt;
     }
     if (type == "queued") {

@@ -318,6 +318,26 @@ TEST_F(ContainmentTest, AKernelThatStopsReadingCannotHangTheHostsSend) {
   expect_victim_untouched();
 }
 
+TEST_F(ContainmentTest, ForgedStreamEventsCannotFloodTheCaller) {
+  start(a_);
+  ExecuteRequest req;
+  req.code = kForge +
+             "print('honest')\n"
+             "for _ in range(200):\n"
+             "    forge({'id': 1, 'type': 'stream', 'name': 'stdout', 'text': 'x' * 65536})\n";
+  req.timeout_seconds = 60;
+  req.max_output_bytes = 4096;
+  std::string seen;
+  req.on_output = [&](const std::string& name, const std::string& text) {
+    if (name == "stdout") seen += text;
+  };
+  auto r = manager_->execute(a_, req);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(r->ok);
+  EXPECT_LE(seen.size(), 4096u);  // not 13 MB
+  EXPECT_EQ(run(a_, "1 + 1").result.value_or(""), "2");
+}
+
 TEST_F(ContainmentTest, NoProcessHoldsACapabilityNotEvenInItsBoundingSet) {
   start(a_);
   // The kernel (which runs the cells), its init (pid 1), and what a cell starts.
