@@ -462,8 +462,16 @@ Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions&
   spec.stop_timeout_seconds = 5;
   // What the kernel writes outside cells (its log, stray output of background processes) lands
   // in Docker's log file on the host: capped, so it cannot fill the host's disk.
+  // MaskedPaths replaces Docker's list, so it is repeated here (moby's oci/defaults.go) before
+  // what codeact adds: the host's block devices, where every loop device names its backing file
+  // (<data>/sandboxes/<id>/disk.ext4: the ids of every other sandbox on the host).
   spec.extra_host_config = Json{
-      {"LogConfig", {{"Type", "json-file"}, {"Config", {{"max-size", "1m"}, {"max-file", "1"}}}}}};
+      {"LogConfig", {{"Type", "json-file"}, {"Config", {{"max-size", "1m"}, {"max-file", "1"}}}}},
+      {"MaskedPaths",
+       {"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+        "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
+        "/sys/devices/virtual/powercap", "/sys/block", "/sys/class/block", "/sys/dev/block",
+        "/sys/devices/virtual/block"}}};
   return spec;
 }
 

@@ -338,6 +338,30 @@ TEST_F(ContainmentTest, ForgedStreamEventsCannotFloodTheCaller) {
   EXPECT_EQ(run(a_, "1 + 1").result.value_or(""), "2");
 }
 
+TEST_F(ContainmentTest, ASandboxCannotListTheOtherSandboxesDisks) {
+  start(a_, SandboxOptions{.disk = "64m"});
+  start(b_, SandboxOptions{.disk = "64m"});
+  // Every loop device names its backing file, <data>/sandboxes/<id>/disk.ext4, in /sys.
+  auto r = run(a_,
+               "import glob, os\n"
+               "seen = set()\n"
+               "for pattern in ['/sys/block/*/loop/backing_file', '/sys/class/block/*/loop/"
+               "backing_file',\n"
+               "                '/sys/dev/block/*/loop/backing_file',\n"
+               "                '/sys/devices/virtual/block/*/loop/backing_file']:\n"
+               "    for f in glob.glob(pattern):\n"
+               "        try:\n"
+               "            seen.add(open(f).read().strip())\n"
+               "        except OSError:\n"
+               "            pass\n"
+               "for root, dirs, files in os.walk('/sys/devices', onerror=lambda e: None):\n"
+               "    if 'backing_file' in files:\n"
+               "        seen.add(open(os.path.join(root, 'backing_file')).read().strip())\n"
+               "print(sorted(seen))\n");
+  EXPECT_EQ(r.stdout_text, "[]\n") << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.stdout_text.find(b_), std::string::npos);
+}
+
 TEST_F(ContainmentTest, NoProcessHoldsACapabilityNotEvenInItsBoundingSet) {
   start(a_);
   // The kernel (which runs the cells), its init (pid 1), and what a cell starts.
