@@ -139,6 +139,17 @@ std::map<std::string, std::string> disk_volume_options(const std::string& device
   return {{"type", "ext4"}, {"device", device}, {"o", "nosuid,nodev"}};
 }
 
+// A sandbox's disk is fixed when it is created: `asked` (--disk, "" = not asked) must match the
+// limit it has (`has`, "" = none).
+Status check_disk_unchanged(const std::string& id, const std::string& has,
+                            const std::string& asked) {
+  if (asked.empty() || asked == (has.empty() ? "none" : has)) return core::ok_status();
+  return core::failed_precondition(fmt::format(
+      "sandbox \"{}\" has {}; a sandbox's disk is fixed when it is created (remove it with "
+      "`codeact sandbox rm {} --volume` to start over with --disk {})",
+      id, has.empty() ? "no disk limit" : "a disk of " + has, id, asked));
+}
+
 bool mentions_full_disk(const std::string& text) {
   return text.find("No space left on device") != std::string::npos ||
          text.find("[Errno 28]") != std::string::npos;
@@ -516,12 +527,7 @@ Result<std::string> SandboxManager::Impl::ensure_volume(const SandboxOptions& op
   auto existing = docker_->inspect_volume(volume_name(id));
   if (existing.ok()) {
     std::string disk = label_or(existing->labels, kDiskLabel);
-    if (!options.disk.empty() && options.disk != (disk.empty() ? "none" : disk)) {
-      return core::failed_precondition(fmt::format(
-          "sandbox \"{}\" has {}; a sandbox's disk is fixed when it is created (remove it with "
-          "`codeact sandbox rm {} --volume` to start over with --disk {})",
-          id, disk.empty() ? "no disk limit" : "a disk of " + disk, id, options.disk));
-    }
+    CODEACT_TRY_STATUS(check_disk_unchanged(id, disk, options.disk));
     return disk;
   }
   if (existing.error().code() != core::Code::kNotFound) return existing.error();
@@ -779,13 +785,7 @@ Result<SandboxInfo> SandboxManager::Impl::start(const SandboxOptions& in) {
       }
     } else {
       resumed = true;
-      std::string disk = label_or(existing->labels, kDiskLabel);
-      if (!in.disk.empty() && in.disk != (disk.empty() ? "none" : disk)) {
-        return core::failed_precondition(fmt::format(
-            "sandbox \"{}\" has {}; a sandbox's disk is fixed when it is created (remove it with "
-            "`codeact sandbox rm {} --volume` to start over with --disk {})",
-            id, disk.empty() ? "no disk limit" : "a disk of " + disk, id, in.disk));
-      }
+      CODEACT_TRY_STATUS(check_disk_unchanged(id, label_or(existing->labels, kDiskLabel), in.disk));
       if (!existing->state.running) CODEACT_TRY_STATUS(start_container(id));
     }
   } else if (existing.error().code() != core::Code::kNotFound) {
@@ -994,7 +994,7 @@ Result<Json> SandboxManager::Impl::ensure_running(const std::string& id, std::st
     return hello;
   }
   if (!c->state.running) {
-    std::string why = c->state.oom_killed ? "it ran out of memory" : exit_reason(c->state);
+    std::string why = exit_reason(c->state);
     CODEACT_TRY_STATUS(start_container(id));
     CODEACT_TRY(Json hello, wait_ready(id));
     if (notice) {
