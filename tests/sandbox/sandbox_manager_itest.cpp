@@ -208,7 +208,8 @@ TEST_F(SandboxManagerTest, ContainerIsHardenedAsDockerInspectShows) {
   // Started as root only to create the kernel's socket; every process drops to 1000 (below).
   EXPECT_EQ(cfg["User"], "0:0");
   EXPECT_EQ(host["CapDrop"], Json::array({"ALL"}));
-  EXPECT_EQ(host["CapAdd"], Json::array({"SETUID", "SETGID"}));
+  // Only for the drop to uid 1000 (SETPCAP: to empty the bounding set first).
+  EXPECT_EQ(host["CapAdd"], Json::array({"SETUID", "SETGID", "SETPCAP"}));
   EXPECT_EQ(host["LogConfig"]["Config"]["max-size"], "1m");
   EXPECT_EQ(host["SecurityOpt"], Json::array({"no-new-privileges"}));
   EXPECT_EQ(host["ReadonlyRootfs"], true);

@@ -8,11 +8,13 @@
 //     ext4 file system (--disk, default 10g) in <data_dir>/sandboxes/{id}/disk.ext4 on a loop
 //     device, so a sandbox cannot fill the host's disk; a full disk is an error in the cell, and
 //     the state committed before it stays intact;
-//   - a hardened container `codeact-{id}`: all capabilities dropped but SETUID/SETGID, which the
-//     kernel's start-up uses once to drop to the non-root sandbox user (uid 1000) for good — no
-//     root process and no capability remain; no-new-privileges, read-only root with a tmpfs /tmp,
-//     pids/memory/CPU limits, capped Docker logs, and no network unless asked for; labelled
-//     io.codeact.sandbox=1 so that ls/cleanup touch only ours;
+//   - a hardened container `codeact-{id}`: all capabilities dropped but SETUID/SETGID/SETPCAP,
+//     which the kernel's start-up uses once to empty the bounding set and drop to the non-root
+//     sandbox user (uid 1000) for good (no root process and no capability remain); the
+//     host's block devices masked in /sys; the volume mounted nosuid,nodev; no-new-privileges,
+//     read-only root with a tmpfs /tmp, pids/memory/CPU limits, capped Docker logs, and no
+//     network unless asked for; labelled io.codeact.sandbox=1 so that ls/cleanup touch only
+//     ours;
 //   - one long-lived kernel in it, reached over a unix socket in <data_dir>/sandboxes/{id}/kernel,
 //     a host-owned directory bind-mounted at /run/codeact that the sandbox user cannot write.
 //     The host never follows a path the sandbox could have changed: the socket is opened without

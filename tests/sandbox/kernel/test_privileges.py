@@ -31,14 +31,14 @@ def test_cells_and_scripts_run_as_uid_1000_without_capabilities(kernel, client):
                    "    if k.startswith('Cap'):\n"
                    "        caps[k] = int(v, 16)\n"
                    "(os.getresuid(), os.getresgid(), os.getgroups(), caps['CapEff'], "
-                   "caps['CapPrm'], caps['CapAmb'])")
-    assert r["result"] == repr(((1000,) * 3, (1000,) * 3, [], 0, 0, 0)), r
+                   "caps['CapPrm'], caps['CapAmb'], caps['CapInh'], caps['CapBnd'])")
+    assert r["result"] == repr(((1000,) * 3, (1000,) * 3, [], 0, 0, 0, 0, 0)), r
     b = client.ok("bash", script="id -u; id -G; grep -E '^Cap(Eff|Prm)' /proc/self/status")
     assert b["stdout"].split() == ["1000", "1000", "CapPrm:", "0" * 16, "CapEff:", "0" * 16]
     # init (the process started) dropped too.
     init = status_fields(kernel.proc.pid)
     assert init["Uid"].split() == ["1000"] * 4 and init["CapEff"] == "0" * 16
-    assert init["CapPrm"] == "0" * 16
+    assert init["CapPrm"] == "0" * 16 and init["CapBnd"] == "0" * 16
 
 
 def test_the_socket_belongs_to_the_directory_owner_and_cells_cannot_replace_it(kernel, client):

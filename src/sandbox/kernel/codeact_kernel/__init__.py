@@ -40,17 +40,19 @@ Invocation (the package directory, or -m with its parent on sys.path)
     takes before the reply gets a notice about it (default 1),
     CODEACT_KERNEL_TOKEN (64 hex digits; when set, every connection must authenticate first).
     Start: take CODEACT_KERNEL_TOKEN out of the environment (os.environ, posix.environ, the
-    process's environment block); started as uid 0 (the container: User 0:0, only CAP_SETUID
-    and CAP_SETGID, no-new-privileges, no docker init, /run/codeact a host-owned directory the
-    sandbox user cannot write):
+    process's environment block); started as uid 0 (the container: User 0:0, only CAP_SETUID,
+    CAP_SETGID and CAP_SETPCAP, no-new-privileges, no docker init, /run/codeact a host-owned
+    directory the sandbox user cannot write):
       1. become (effective) the owner of the socket's directory, replace a stale socket, bind
          it (mode 0666), listen; back to euid 0;
       2. fork: the parent stays pid 1 as init: it closes the socket, forwards SIGTERM, SIGINT,
          SIGHUP and SIGQUIT to the kernel, reaps every child and exits with the kernel's status
          (exit code, or 128 + signal), saying so on stderr when it is not 0;
-      3. both become uid/gid 1000 for good (setgroups([]), setresgid, setresuid) and check it
-         (ids, no groups, CapEff/CapPrm/CapAmb 0) or exit 70 with the reason on stderr; the
-         kernel makes itself dumpable again (its /proc stays its own), init stays undumpable.
+      3. both empty the capability bounding set (PR_CAPBSET_DROP, what CAP_SETPCAP is for),
+         become uid/gid 1000 for good (setgroups([]), setresgid, setresuid) and check it (ids,
+         no groups, CapEff/CapPrm/CapAmb/CapInh/CapBnd 0) or exit 70 with the reason on
+         stderr; the kernel makes itself dumpable again (its /proc stays its own), init stays
+         undumpable.
     Started as another user, the kernel binds the socket itself. Then (as uid 1000): create
     workspace/{state,output,python}; point $CODEACT_STORAGE/.current at $ID (how /output
     reaches the volume; failure tolerated); put workspace/python (pip --target) on sys.path;
