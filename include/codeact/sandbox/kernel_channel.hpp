@@ -17,6 +17,11 @@
 // HMAC-SHA256(token, "codeact-kernel-auth\0" + sandbox_id + "\0" + nonce). A wrong or missing
 // answer is PermissionDenied and closes the channel.
 //
+// What the kernel sends is untrusted too (a cell runs inside the kernel and can write frames of its
+// own): a frame nested more than 256 arrays/objects deep is refused unparsed (DataLoss), a frame's
+// memory grows only with the bytes received, and a kernel that stops reading makes a send fail at
+// the call's deadline or on cancel (KernelCallOptions), never block.
+//
 // One call at a time per channel (calls are serialized by a mutex); a channel is cheap to open,
 // so concurrent users open their own. A broken connection (the kernel died) gives Unavailable and
 // leaves the channel closed; the caller decides how to recover.
