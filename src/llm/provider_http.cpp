@@ -123,6 +123,27 @@ std::string redact(std::string text, std::string_view secret) {
   return text;
 }
 
+Result<Json> request_json(core::HttpTransport& transport, const ProviderCall& call) {
+  CODEACT_TRY(auto http, send_with_retry(transport, call.make, call.context));
+  return parse_response_body(http.body, call.context.what);
+}
+
+Result<Json> stream_json(const core::SseEvent& event, const std::string& what) {
+  Json j = Json::parse(event.data, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return core::data_loss(what + ": unreadable stream event: " + event.data.substr(0, 200));
+  return j;
+}
+
+core::Status stream_status(const Result<HttpResponse>& http,
+                           const std::optional<core::Error>& stream_error, bool consumer_stopped,
+                           const std::string& what) {
+  if (stream_error) return *stream_error;
+  if (consumer_stopped) return core::cancelled(what + ": stream stopped by its consumer");
+  if (!http.ok()) return http.error();
+  return core::ok_status();
+}
+
 Result<Json> parse_response_body(std::string_view body, const std::string& what) {
   Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {

@@ -85,6 +85,20 @@ core::Result<core::HttpResponse> send_with_retry(
     core::HttpTransport& transport, const std::function<core::HttpRequest()>& make_request,
     const SendContext& context);
 
+// A non-streamed provider request: send_with_retry, then the 2xx body parsed as JSON
+// (parse_response_body).
+core::Result<Json> request_json(core::HttpTransport& transport, const ProviderCall& call);
+
+// The data of one stream event as a JSON object; DataLoss quoting its start otherwise.
+core::Result<Json> stream_json(const core::SseEvent& event, const std::string& what);
+
+// How a streamed request ended, checked in this order: the error a stream event reported, the
+// consumer's stop (Cancelled), the HTTP outcome. OK when the stream ran to its end; the provider
+// then checks that the response was complete.
+core::Status stream_status(const core::Result<core::HttpResponse>& http,
+                           const std::optional<core::Error>& stream_error, bool consumer_stopped,
+                           const std::string& what);
+
 // Parses a 2xx response body; DataLoss quoting its start when it is not JSON.
 core::Result<Json> parse_response_body(std::string_view body, const std::string& what);
 
