@@ -8,10 +8,7 @@ namespace codeact::core {
 
 namespace {
 
-std::string preview(const Json& v) {
-  std::string s = dump_json(v);
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-}
+std::string preview(const Json& v) { return abbreviate(dump_json(v), 60); }
 
 }  // namespace
 

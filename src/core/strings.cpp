@@ -21,6 +21,14 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
+std::string abbreviate(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  size_t keep = max < 3 ? 0 : max - 3;
+  // Back up over continuation bytes (10xxxxxx) so the cut falls before a sequence's lead byte.
+  while (keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) --keep;
+  return std::string(s.substr(0, keep)) + "...";
+}
+
 std::string indent(std::string_view text, std::string_view pad) {
   std::string out;
   size_t start = 0;

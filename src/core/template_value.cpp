@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "codeact/core/strings.hpp"
 #include "template_internal.hpp"
 
 namespace codeact::core {
@@ -239,24 +240,15 @@ std::string python_repr(const Json& value) {
     case Json::value_t::string:
       return python_string_repr(value.get_ref<const std::string&>());
     case Json::value_t::array: {
-      std::string out = "[";
-      bool first = true;
-      for (const auto& item : value) {
-        if (!first) out += ", ";
-        first = false;
-        out += python_repr(item);
-      }
-      return out + "]";
+      std::vector<std::string> items;
+      for (const auto& item : value) items.push_back(python_repr(item));
+      return "[" + join(items, ", ") + "]";
     }
     case Json::value_t::object: {
-      std::string out = "{";
-      bool first = true;
-      for (const auto& [key, item] : value.items()) {
-        if (!first) out += ", ";
-        first = false;
-        out += python_string_repr(key) + ": " + python_repr(item);
-      }
-      return out + "}";
+      std::vector<std::string> items;
+      for (const auto& [key, item] : value.items())
+        items.push_back(python_string_repr(key) + ": " + python_repr(item));
+      return "{" + join(items, ", ") + "}";
     }
     default:
       return "None";

@@ -96,8 +96,7 @@ std::string provider_error_message(std::string_view body) {
       }
     }
   }
-  std::string text = core::trim(body);
-  if (text.size() > 500) text = text.substr(0, 500) + "...";
+  std::string text = core::abbreviate(core::trim(body), 500);
   return text.empty() ? "(empty response body)" : text;
 }
 

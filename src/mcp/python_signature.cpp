@@ -425,12 +425,10 @@ core::Result<PythonSignature> python_signature(const std::string& name,
               ? out.convert(output_schema["properties"]["result"], camel(name) + "Result", 1)
               : out.convert(output_schema, camel(name) + "Result", 1);
   }
-  std::string args;
-  for (const auto& p : params) {
-    if (!args.empty()) args += ", ";
-    args += p.py + ": " + p.annotation;
-    if (!p.required) args += " = " + p.default_text;
-  }
+  std::vector<std::string> declared;
+  for (const auto& p : params)
+    declared.push_back(p.py + ": " + p.annotation + (p.required ? "" : " = " + p.default_text));
+  std::string args = core::join(declared, ", ");
   const Json* extra =
       schema.contains("additionalProperties") ? &schema["additionalProperties"] : nullptr;
   if (params.empty() && extra &&
