@@ -46,42 +46,6 @@ std::string python_float(double d) {
   return (negative ? "-" : "") + out + exp_buf;
 }
 
-std::string python_string_repr(const std::string& s) {
-  bool has_single = s.find('\'') != std::string::npos;
-  bool has_double = s.find('"') != std::string::npos;
-  char quote = (has_single && !has_double) ? '"' : '\'';
-  std::string out(1, quote);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c == static_cast<unsigned char>(quote)) {
-          out += '\\';
-          out += static_cast<char>(c);
-        } else if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += quote;
-  return out;
-}
-
 // Decodes one UTF-8 code point at s[i]; advances i. Invalid bytes decode as U+FFFD.
 uint32_t decode_utf8(const std::string& s, size_t& i) {
   auto b = static_cast<unsigned char>(s[i]);
@@ -238,7 +202,7 @@ std::string python_repr(const Json& value) {
     case Json::value_t::number_float:
       return python_float(value.get<double>());
     case Json::value_t::string:
-      return python_string_repr(value.get_ref<const std::string&>());
+      return python_repr_string(value.get_ref<const std::string&>());
     case Json::value_t::array: {
       std::vector<std::string> items;
       for (const auto& item : value) items.push_back(python_repr(item));
@@ -247,7 +211,7 @@ std::string python_repr(const Json& value) {
     case Json::value_t::object: {
       std::vector<std::string> items;
       for (const auto& [key, item] : value.items())
-        items.push_back(python_string_repr(key) + ": " + python_repr(item));
+        items.push_back(python_repr_string(key) + ": " + python_repr(item));
       return "{" + join(items, ", ") + "}";
     }
     default:

@@ -34,6 +34,15 @@ TEST(Strings, AbbreviateKeepsShortTextAndCutsLongTextToTheLimit) {
   EXPECT_EQ(abbreviate("\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", 7), "\xe2\x82\xac...");
 }
 
+TEST(Strings, PythonReprStringQuotesAndEscapesAsPythonDoes) {
+  EXPECT_EQ(python_repr_string("plain"), "'plain'");
+  EXPECT_EQ(python_repr_string("it's"), "\"it's\"") << "a ' alone: double quotes";
+  EXPECT_EQ(python_repr_string("it's \"x\""), "'it\\'s \"x\"'") << "both: single, ' escaped";
+  EXPECT_EQ(python_repr_string("a\\b\n\t\r"), "'a\\\\b\\n\\t\\r'");
+  EXPECT_EQ(python_repr_string(std::string("\x01\x7f", 2)), "'\\x01\\x7f'");
+  EXPECT_EQ(python_repr_string("h\xc3\xa9"), "'h\xc3\xa9'") << "UTF-8 kept";
+}
+
 TEST(Strings, IndentPrefixesEveryNonEmptyLineAndEndsEachWithANewline) {
   EXPECT_EQ(indent("a\n\nb", "  "), "  a\n\n  b\n");
   EXPECT_EQ(indent("def f():\n    ...\n", "    "), "    def f():\n        ...\n")

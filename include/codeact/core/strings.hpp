@@ -19,6 +19,11 @@ std::string indent(std::string_view text, std::string_view pad);
 // quoting a value or body in an error message). The cut never splits a UTF-8 sequence, so valid
 // UTF-8 stays valid. REQUIRES: max >= 3.
 std::string abbreviate(std::string_view s, size_t max);
+// `s` as Python's repr() of a str writes it, so generated Python and rendered prompts read as
+// Python would print them: in single quotes, or double quotes when `s` has a ' and no ";
+// backslash, the quote used, \n, \r, \t escaped, other control bytes as \xNN; bytes >= 0x80
+// kept as they are (UTF-8 text stays readable).
+std::string python_repr_string(std::string_view s);
 // True when `data` is valid UTF-8 (so it can travel as a JSON string): no overlong forms, no
 // surrogates, nothing above U+10FFFF, no truncated sequence.
 bool is_valid_utf8(std::string_view data);
