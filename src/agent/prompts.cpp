@@ -1,6 +1,8 @@
 // agent_prompts.yml: loading, template parsing and rendering.
 #include "codeact/agent/prompts.hpp"
 
+#include "codeact/core/strings.hpp"
+
 namespace codeact::agent {
 
 using core::Result;
@@ -69,8 +71,7 @@ Result<PromptBook> PromptBook::from_json(const Json& document, const std::string
 Result<std::shared_ptr<const AgentPrompt>> PromptBook::get(const std::string& agent_name) const {
   auto it = prompts_.find(agent_name);
   if (it != prompts_.end()) return it->second;
-  std::string names;
-  for (const auto& [k, _] : prompts_) names += (names.empty() ? "" : ", ") + k;
+  const std::string names = core::join(agent_names(), ", ");
   return core::not_found(source_ + " has no prompts for agent '" + agent_name +
                          "' (it has: " + (names.empty() ? std::string("none") : names) + ")");
 }

@@ -1,6 +1,8 @@
 // Messages for argument errors, and the JSON-schema subset check used by schema-defined tools.
 #include "codeact/agent/schema.hpp"
 
+#include "codeact/core/strings.hpp"
+
 namespace codeact::agent {
 
 std::string format_arg_errors(const std::vector<ArgError>& errors) {
@@ -22,9 +24,7 @@ std::string describe_json(const Json& v) {
     case Json::value_t::array:
       return "an array";
     default: {
-      std::string s = core::dump_json(v);
-      if (s.size() > 60) s = s.substr(0, 57) + "...";
-      return s;
+      return core::abbreviate(core::dump_json(v), 60);
     }
   }
 }

@@ -19,9 +19,10 @@ namespace codeact::codeact {
 using core::Result;
 
 struct AgentBinder::Shared {
-  AgentBuilder builder;  // builder.mcp set (once) when an agent first needs MCP servers
-  std::shared_ptr<sandbox::SandboxBackend> backend;
   std::mutex mu;
+  // builder.mcp is set (once) when an agent first needs MCP servers; read only under mu.
+  AgentBuilder builder;  // GUARDED_BY(mu)
+  std::shared_ptr<sandbox::SandboxBackend> backend;
   std::map<std::pair<std::string, std::string>, std::shared_ptr<llm::Model>>
       models;                                                                     // GUARDED_BY(mu)
   std::map<std::string, std::shared_ptr<functions::SandboxFunctions>> functions;  // GUARDED_BY(mu)
@@ -72,7 +73,10 @@ AgentBinder::AgentBinder(AgentBuilder builder, std::shared_ptr<sandbox::SandboxB
 
 AgentBinder::~AgentBinder() = default;
 
-const AgentBuilder& AgentBinder::builder() const { return shared_->builder; }
+AgentBuilder AgentBinder::builder() const {
+  std::lock_guard lock(shared_->mu);
+  return shared_->builder;
+}
 const std::shared_ptr<sandbox::SandboxBackend>& AgentBinder::backend() const {
   return shared_->backend;
 }

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "codeact/core/log.hpp"
+#include "codeact/core/strings.hpp"
 #include "codeact/llm/model_factory.hpp"
 #include "codeact/mcp/server_config.hpp"
 
@@ -225,8 +226,7 @@ Result<std::shared_ptr<CodeActAgent>> make_agent(const std::string& name,
     auto names = builder.prompts->agent_names();
     if (std::find(names.begin(), names.end(), name) != names.end())
       return std::make_shared<CodeActAgent>(name);
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    const std::string list = core::join(names, ", ");
     return core::not_found(fmt::format("no agent \"{}\" in {} (agents there: {})", name,
                                        builder.prompts->source(), list.empty() ? "none" : list));
   }

@@ -1,6 +1,7 @@
 #include "codeact/core/strings.hpp"
 
 #include <cstdint>
+#include <cstdio>
 
 namespace codeact::core {
 
@@ -21,6 +22,14 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
+std::string abbreviate(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  size_t keep = max < 3 ? 0 : max - 3;
+  // Back up over continuation bytes (10xxxxxx) so the cut falls before a sequence's lead byte.
+  while (keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) --keep;
+  return std::string(s.substr(0, keep)) + "...";
+}
+
 std::string indent(std::string_view text, std::string_view pad) {
   std::string out;
   size_t start = 0;
@@ -35,6 +44,42 @@ std::string indent(std::string_view text, std::string_view pad) {
     if (nl == std::string_view::npos) break;
     start = nl + 1;
   }
+  return out;
+}
+
+std::string python_repr_string(std::string_view s) {
+  bool has_single = s.find('\'') != std::string_view::npos;
+  bool has_double = s.find('"') != std::string_view::npos;
+  char quote = (has_single && !has_double) ? '"' : '\'';
+  std::string out(1, quote);
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c == static_cast<unsigned char>(quote)) {
+          out += '\\';
+          out += static_cast<char>(c);
+        } else if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += quote;
   return out;
 }
 

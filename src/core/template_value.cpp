@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "codeact/core/strings.hpp"
 #include "template_internal.hpp"
 
 namespace codeact::core {
@@ -43,42 +44,6 @@ std::string python_float(double d) {
   char exp_buf[16];
   std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
   return (negative ? "-" : "") + out + exp_buf;
-}
-
-std::string python_string_repr(const std::string& s) {
-  bool has_single = s.find('\'') != std::string::npos;
-  bool has_double = s.find('"') != std::string::npos;
-  char quote = (has_single && !has_double) ? '"' : '\'';
-  std::string out(1, quote);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c == static_cast<unsigned char>(quote)) {
-          out += '\\';
-          out += static_cast<char>(c);
-        } else if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += quote;
-  return out;
 }
 
 // Decodes one UTF-8 code point at s[i]; advances i. Invalid bytes decode as U+FFFD.
@@ -237,26 +202,17 @@ std::string python_repr(const Json& value) {
     case Json::value_t::number_float:
       return python_float(value.get<double>());
     case Json::value_t::string:
-      return python_string_repr(value.get_ref<const std::string&>());
+      return python_repr_string(value.get_ref<const std::string&>());
     case Json::value_t::array: {
-      std::string out = "[";
-      bool first = true;
-      for (const auto& item : value) {
-        if (!first) out += ", ";
-        first = false;
-        out += python_repr(item);
-      }
-      return out + "]";
+      std::vector<std::string> items;
+      for (const auto& item : value) items.push_back(python_repr(item));
+      return "[" + join(items, ", ") + "]";
     }
     case Json::value_t::object: {
-      std::string out = "{";
-      bool first = true;
-      for (const auto& [key, item] : value.items()) {
-        if (!first) out += ", ";
-        first = false;
-        out += python_string_repr(key) + ": " + python_repr(item);
-      }
-      return out + "}";
+      std::vector<std::string> items;
+      for (const auto& [key, item] : value.items())
+        items.push_back(python_repr_string(key) + ": " + python_repr(item));
+      return "{" + join(items, ", ") + "}";
     }
     default:
       return "None";

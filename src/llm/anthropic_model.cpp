@@ -66,11 +66,8 @@ Json tool_result(const std::string& id, std::string content, bool is_error) {
 
 }  // namespace
 
-AnthropicModel::AnthropicModel(ProviderOptions options) : options_(std::move(options)) {
-  if (options_.provider_name.empty()) options_.provider_name = "anthropic";
-  if (options_.base_url.empty()) options_.base_url = std::string(kAnthropicBaseUrl);
-  if (!options_.transport) options_.transport = core::default_transport();
-}
+AnthropicModel::AnthropicModel(ProviderOptions options)
+    : ProviderModel(std::move(options), "anthropic", kAnthropicBaseUrl) {}
 
 Json AnthropicModel::build_request_body(const std::vector<ModelMessage>& messages,
                                         const ModelSettings& settings_in,
@@ -183,8 +180,7 @@ Result<ModelResponse> AnthropicModel::request(const std::vector<ModelMessage>& m
       prepare(options_, settings,
               core::dump_json(build_request_body(messages, settings, params, false)), cancel);
   const std::string& what = call.context.what;
-  CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
-  CODEACT_TRY(Json j, internal::parse_response_body(http.body, what));
+  CODEACT_TRY(Json j, internal::request_json(*options_.transport, call));
   if (core::json_string(j, "type") == "error") return error_from_event(j, what);
   ModelResponse response;
   auto content = j.find("content");
@@ -255,12 +251,12 @@ Result<ModelResponse> AnthropicModel::request_stream(const std::vector<ModelMess
   };
 
   auto on_sse = [&](const core::SseEvent& event) -> bool {
-    Json j = Json::parse(event.data, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
-      stream_error =
-          core::data_loss(what + ": unreadable stream event: " + event.data.substr(0, 200));
+    auto chunk = internal::stream_json(event, what);
+    if (!chunk.ok()) {
+      stream_error = std::move(chunk).error();
       return false;
     }
+    const Json& j = *chunk;
     std::string type = core::json_string(j, "type", event.event);
     if (type == "error") {
       stream_error = error_from_event(j, what);
@@ -324,10 +320,8 @@ Result<ModelResponse> AnthropicModel::request_stream(const std::vector<ModelMess
 
   auto http =
       internal::send_sse_with_retry(*options_.transport, call.make, call.context, reset, on_sse);
-  if (stream_error) return *stream_error;
-  if (assembler && assembler->stopped())
-    return core::cancelled(what + ": stream stopped by its consumer");
-  if (!http.ok()) return std::move(http).error();
+  CODEACT_TRY_STATUS(
+      internal::stream_status(http, stream_error, assembler && assembler->stopped(), what));
   if (!stopped_message) {
     return core::unavailable(what +
                              ": the response stream ended before message_stop; the connection was "

@@ -51,11 +51,8 @@ Json function_response(const std::string& name, const Json& content) {
 
 }  // namespace
 
-GeminiModel::GeminiModel(ProviderOptions options) : options_(std::move(options)) {
-  if (options_.provider_name.empty()) options_.provider_name = "google-gla";
-  if (options_.base_url.empty()) options_.base_url = std::string(kGeminiBaseUrl);
-  if (!options_.transport) options_.transport = core::default_transport();
-}
+GeminiModel::GeminiModel(ProviderOptions options)
+    : ProviderModel(std::move(options), "google-gla", kGeminiBaseUrl) {}
 
 Json GeminiModel::build_request_body(const std::vector<ModelMessage>& messages,
                                      const ModelSettings& settings_in,
@@ -214,8 +211,7 @@ Result<ModelResponse> GeminiModel::request(const std::vector<ModelMessage>& mess
       prepare(options_, settings, core::dump_json(build_request_body(messages, settings, params)),
               false, cancel);
   const std::string& what = call.context.what;
-  CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
-  CODEACT_TRY(Json j, internal::parse_response_body(http.body, what));
+  CODEACT_TRY(Json j, internal::request_json(*options_.transport, call));
   if (auto error = internal::inline_error(j, what)) return *error;
   ModelResponse response;
   ChunkReader reader{options_, what, response, ""};
@@ -285,12 +281,12 @@ Result<ModelResponse> GeminiModel::request_stream(const std::vector<ModelMessage
   call.context.may_retry = [&]() { return !assembler || !assembler->emitted(); };
 
   auto on_sse = [&](const core::SseEvent& event) -> bool {
-    Json j = Json::parse(event.data, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
-      stream_error =
-          core::data_loss(what + ": unreadable stream chunk: " + event.data.substr(0, 200));
+    auto chunk = internal::stream_json(event, what);
+    if (!chunk.ok()) {
+      stream_error = std::move(chunk).error();
       return false;
     }
+    const Json& j = *chunk;
     if (auto error = internal::inline_error(j, what)) {
       stream_error = *error;
       return false;
@@ -332,10 +328,8 @@ Result<ModelResponse> GeminiModel::request_stream(const std::vector<ModelMessage
 
   auto http =
       internal::send_sse_with_retry(*options_.transport, call.make, call.context, reset, on_sse);
-  if (stream_error) return *stream_error;
-  if (assembler && assembler->stopped())
-    return core::cancelled(what + ": stream stopped by its consumer");
-  if (!http.ok()) return std::move(http).error();
+  CODEACT_TRY_STATUS(
+      internal::stream_status(http, stream_error, assembler && assembler->stopped(), what));
   if (reader->raw_reason.empty()) {
     return core::unavailable(what +
                              ": the response stream ended before the response was complete "

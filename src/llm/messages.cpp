@@ -1,8 +1,8 @@
 #include "codeact/llm/messages.hpp"
 
+#include "codeact/core/json_reader.hpp"
 #include "codeact/core/overloaded.hpp"
 #include "codeact/core/time.hpp"
-#include "json_read_internal.hpp"
 
 namespace codeact::llm {
 
@@ -10,9 +10,6 @@ using core::Error;
 using core::Overloaded;
 using core::Result;
 using core::Status;
-using internal::read_int;
-using internal::read_string;
-using internal::require_object;
 
 std::string now_timestamp() { return core::now_rfc3339(); }
 
@@ -198,26 +195,27 @@ Json to_json(const std::vector<ModelMessage>& messages) {
 namespace {
 
 Result<ModelRequestPart> request_part_at(const Json& j, const std::string& path) {
-  CODEACT_TRY_STATUS(require_object(j, path));
+  core::JsonReader r(j, path);
+  CODEACT_TRY_STATUS(r.valid());
   std::string kind;
-  CODEACT_TRY_STATUS(read_string(j, "part_kind", kind, path, true));
+  CODEACT_TRY_STATUS(r.required("part_kind", kind));
   if (kind == "system-prompt") {
     SystemPromptPart p;
-    CODEACT_TRY_STATUS(read_string(j, "content", p.content, path, true));
-    CODEACT_TRY_STATUS(read_string(j, "timestamp", p.timestamp, path));
+    CODEACT_TRY_STATUS(r.required("content", p.content));
+    CODEACT_TRY_STATUS(r.optional("timestamp", p.timestamp));
     return ModelRequestPart(std::move(p));
   }
   if (kind == "user-prompt") {
     UserPromptPart p;
-    CODEACT_TRY_STATUS(read_string(j, "content", p.content, path, true));
-    CODEACT_TRY_STATUS(read_string(j, "timestamp", p.timestamp, path));
+    CODEACT_TRY_STATUS(r.required("content", p.content));
+    CODEACT_TRY_STATUS(r.optional("timestamp", p.timestamp));
     return ModelRequestPart(std::move(p));
   }
   if (kind == "tool-return") {
     ToolReturnPart p;
-    CODEACT_TRY_STATUS(read_string(j, "tool_name", p.tool_name, path, true));
-    CODEACT_TRY_STATUS(read_string(j, "tool_call_id", p.tool_call_id, path));
-    CODEACT_TRY_STATUS(read_string(j, "timestamp", p.timestamp, path));
+    CODEACT_TRY_STATUS(r.required("tool_name", p.tool_name));
+    CODEACT_TRY_STATUS(r.optional("tool_call_id", p.tool_call_id));
+    CODEACT_TRY_STATUS(r.optional("timestamp", p.timestamp));
     if (auto it = j.find("content"); it != j.end()) p.content = *it;
     return ModelRequestPart(std::move(p));
   }
@@ -227,11 +225,11 @@ Result<ModelRequestPart> request_part_at(const Json& j, const std::string& path)
     if (it != j.end() && !it->is_string() && !it->is_null()) {
       p.content = core::dump_json(*it);  // pydantic-ai sends validation errors as a list
     } else {
-      CODEACT_TRY_STATUS(read_string(j, "content", p.content, path, true));
+      CODEACT_TRY_STATUS(r.required("content", p.content));
     }
-    CODEACT_TRY_STATUS(read_string(j, "tool_name", p.tool_name, path));
-    CODEACT_TRY_STATUS(read_string(j, "tool_call_id", p.tool_call_id, path));
-    CODEACT_TRY_STATUS(read_string(j, "timestamp", p.timestamp, path));
+    CODEACT_TRY_STATUS(r.optional("tool_name", p.tool_name));
+    CODEACT_TRY_STATUS(r.optional("tool_call_id", p.tool_call_id));
+    CODEACT_TRY_STATUS(r.optional("timestamp", p.timestamp));
     return ModelRequestPart(std::move(p));
   }
   return core::invalid_argument(
@@ -240,19 +238,20 @@ Result<ModelRequestPart> request_part_at(const Json& j, const std::string& path)
 }
 
 Result<ModelResponsePart> response_part_at(const Json& j, const std::string& path) {
-  CODEACT_TRY_STATUS(require_object(j, path));
+  core::JsonReader r(j, path);
+  CODEACT_TRY_STATUS(r.valid());
   std::string kind;
-  CODEACT_TRY_STATUS(read_string(j, "part_kind", kind, path, true));
+  CODEACT_TRY_STATUS(r.required("part_kind", kind));
   if (kind == "text") {
     TextPart p;
-    CODEACT_TRY_STATUS(read_string(j, "content", p.content, path, true));
+    CODEACT_TRY_STATUS(r.required("content", p.content));
     return ModelResponsePart(std::move(p));
   }
   if (kind == "tool-call") {
     ToolCallPart p;
-    CODEACT_TRY_STATUS(read_string(j, "tool_name", p.tool_name, path, true));
-    CODEACT_TRY_STATUS(read_string(j, "tool_call_id", p.tool_call_id, path));
-    CODEACT_TRY_STATUS(read_string(j, "args_raw", p.args_raw, path));
+    CODEACT_TRY_STATUS(r.required("tool_name", p.tool_name));
+    CODEACT_TRY_STATUS(r.optional("tool_call_id", p.tool_call_id));
+    CODEACT_TRY_STATUS(r.optional("args_raw", p.args_raw));
     auto it = j.find("args");
     if (it != j.end() && it->is_string()) {
       // pydantic-ai keeps streamed arguments as text.
@@ -260,16 +259,16 @@ Result<ModelResponsePart> response_part_at(const Json& j, const std::string& pat
     } else if (it != j.end() && it->is_object()) {
       p.args = *it;
     } else if (it != j.end() && !it->is_null()) {
-      return internal::field_error(path, "args", "an object or a string");
+      return r.wrong("args", "an object or a string");
     }
     if (auto d = j.find("provider_details"); d != j.end()) p.provider_details = *d;
     return ModelResponsePart(std::move(p));
   }
   if (kind == "thinking") {
     ThinkingPart p;
-    CODEACT_TRY_STATUS(read_string(j, "content", p.content, path, true));
-    CODEACT_TRY_STATUS(read_string(j, "signature", p.signature, path));
-    CODEACT_TRY_STATUS(read_string(j, "provider_name", p.provider_name, path));
+    CODEACT_TRY_STATUS(r.required("content", p.content));
+    CODEACT_TRY_STATUS(r.optional("signature", p.signature));
+    CODEACT_TRY_STATUS(r.optional("provider_name", p.provider_name));
     return ModelResponsePart(std::move(p));
   }
   return core::invalid_argument(path + ": unknown response part_kind \"" + kind +
@@ -279,37 +278,38 @@ Result<ModelResponsePart> response_part_at(const Json& j, const std::string& pat
 Result<Usage> usage_at(const Json& j, const std::string& path) {
   Usage u;
   if (j.is_null()) return u;
-  CODEACT_TRY_STATUS(require_object(j, path));
-  CODEACT_TRY_STATUS(read_int(j, "requests", u.requests, path));
-  CODEACT_TRY_STATUS(read_int(j, "input_tokens", u.input_tokens, path));
-  CODEACT_TRY_STATUS(read_int(j, "output_tokens", u.output_tokens, path));
-  CODEACT_TRY_STATUS(read_int(j, "cache_read_tokens", u.cache_read_tokens, path));
-  CODEACT_TRY_STATUS(read_int(j, "cache_write_tokens", u.cache_write_tokens, path));
+  core::JsonReader r(j, path);
+  CODEACT_TRY_STATUS(r.valid());
+  CODEACT_TRY_STATUS(r.optional("requests", u.requests));
+  CODEACT_TRY_STATUS(r.optional("input_tokens", u.input_tokens));
+  CODEACT_TRY_STATUS(r.optional("output_tokens", u.output_tokens));
+  CODEACT_TRY_STATUS(r.optional("cache_read_tokens", u.cache_read_tokens));
+  CODEACT_TRY_STATUS(r.optional("cache_write_tokens", u.cache_write_tokens));
   if (auto it = j.find("details"); it != j.end() && it->is_object()) u.details = *it;
   return u;
 }
 
 Result<ModelRequest> request_at(const Json& j, const std::string& path) {
-  CODEACT_TRY_STATUS(require_object(j, path));
+  core::JsonReader r(j, path);
+  CODEACT_TRY_STATUS(r.valid());
   ModelRequest m;
   auto parts = j.find("parts");
-  if (parts == j.end() || !parts->is_array())
-    return internal::field_error(path, "parts", "an array");
+  if (parts == j.end() || !parts->is_array()) return r.wrong("parts", "an array");
   for (size_t i = 0; i < parts->size(); ++i) {
     CODEACT_TRY(auto part,
                 request_part_at((*parts)[i], path + ".parts[" + std::to_string(i) + "]"));
     m.parts.push_back(std::move(part));
   }
-  CODEACT_TRY_STATUS(read_string(j, "instructions", m.instructions, path));
+  CODEACT_TRY_STATUS(r.optional("instructions", m.instructions));
   return m;
 }
 
 Result<ModelResponse> response_at(const Json& j, const std::string& path) {
-  CODEACT_TRY_STATUS(require_object(j, path));
+  core::JsonReader r(j, path);
+  CODEACT_TRY_STATUS(r.valid());
   ModelResponse m;
   auto parts = j.find("parts");
-  if (parts == j.end() || !parts->is_array())
-    return internal::field_error(path, "parts", "an array");
+  if (parts == j.end() || !parts->is_array()) return r.wrong("parts", "an array");
   for (size_t i = 0; i < parts->size(); ++i) {
     CODEACT_TRY(auto part,
                 response_part_at((*parts)[i], path + ".parts[" + std::to_string(i) + "]"));
@@ -318,19 +318,20 @@ Result<ModelResponse> response_at(const Json& j, const std::string& path) {
   if (auto it = j.find("usage"); it != j.end()) {
     CODEACT_TRY(m.usage, usage_at(*it, path + ".usage"));
   }
-  CODEACT_TRY_STATUS(read_string(j, "model_name", m.model_name, path));
-  CODEACT_TRY_STATUS(read_string(j, "timestamp", m.timestamp, path));
-  CODEACT_TRY_STATUS(read_string(j, "provider_name", m.provider_name, path));
-  CODEACT_TRY_STATUS(read_string(j, "provider_response_id", m.provider_response_id, path));
-  CODEACT_TRY_STATUS(read_string(j, "finish_reason", m.finish_reason, path));
+  CODEACT_TRY_STATUS(r.optional("model_name", m.model_name));
+  CODEACT_TRY_STATUS(r.optional("timestamp", m.timestamp));
+  CODEACT_TRY_STATUS(r.optional("provider_name", m.provider_name));
+  CODEACT_TRY_STATUS(r.optional("provider_response_id", m.provider_response_id));
+  CODEACT_TRY_STATUS(r.optional("finish_reason", m.finish_reason));
   if (auto it = j.find("provider_details"); it != j.end()) m.provider_details = *it;
   return m;
 }
 
 Result<ModelMessage> message_at(const Json& j, const std::string& path) {
-  CODEACT_TRY_STATUS(require_object(j, path));
+  core::JsonReader r(j, path);
+  CODEACT_TRY_STATUS(r.valid());
   std::string kind;
-  CODEACT_TRY_STATUS(read_string(j, "kind", kind, path, true));
+  CODEACT_TRY_STATUS(r.required("kind", kind));
   if (kind == "request") {
     CODEACT_TRY(auto m, request_at(j, path));
     return ModelMessage(std::move(m));

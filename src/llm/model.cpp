@@ -1,18 +1,12 @@
 #include "codeact/llm/model.hpp"
 
+#include "codeact/core/json_reader.hpp"
 #include "codeact/core/overloaded.hpp"
-#include "json_read_internal.hpp"
 
 namespace codeact::llm {
 
 using core::Overloaded;
 using core::Result;
-using internal::read_bool;
-using internal::read_opt_bool;
-using internal::read_opt_double;
-using internal::read_opt_int;
-using internal::read_string;
-using internal::require_object;
 
 std::string_view output_mode_name(OutputMode mode) {
   switch (mode) {
@@ -204,37 +198,38 @@ Json to_json(const ModelStreamEvent& event) {
 namespace {
 
 Result<ToolDefinition> tool_at(const Json& j, const std::string& path) {
-  CODEACT_TRY_STATUS(require_object(j, path));
+  core::JsonReader r(j, path);
+  CODEACT_TRY_STATUS(r.valid());
   ToolDefinition t;
-  CODEACT_TRY_STATUS(read_string(j, "name", t.name, path, true));
-  CODEACT_TRY_STATUS(read_string(j, "description", t.description, path));
-  CODEACT_TRY_STATUS(read_string(j, "kind", t.kind, path));
-  CODEACT_TRY_STATUS(read_opt_bool(j, "strict", t.strict, path));
+  CODEACT_TRY_STATUS(r.required("name", t.name));
+  CODEACT_TRY_STATUS(r.optional("description", t.description));
+  CODEACT_TRY_STATUS(r.optional("kind", t.kind));
+  CODEACT_TRY_STATUS(r.optional("strict", t.strict));
   if (auto it = j.find("parameters_json_schema"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) return internal::field_error(path, "parameters_json_schema", "an object");
+    if (!it->is_object()) return r.wrong("parameters_json_schema", "an object");
     t.parameters_json_schema = *it;
   }
   return t;
 }
 
 Result<OutputObjectDefinition> output_object_at(const Json& j, const std::string& path) {
-  CODEACT_TRY_STATUS(require_object(j, path));
+  core::JsonReader r(j, path);
+  CODEACT_TRY_STATUS(r.valid());
   OutputObjectDefinition o;
-  CODEACT_TRY_STATUS(read_string(j, "name", o.name, path));
-  CODEACT_TRY_STATUS(read_string(j, "description", o.description, path));
-  CODEACT_TRY_STATUS(read_opt_bool(j, "strict", o.strict, path));
+  CODEACT_TRY_STATUS(r.optional("name", o.name));
+  CODEACT_TRY_STATUS(r.optional("description", o.description));
+  CODEACT_TRY_STATUS(r.optional("strict", o.strict));
   if (auto it = j.find("json_schema"); it != j.end() && !it->is_null()) o.json_schema = *it;
   return o;
 }
 
-Result<std::vector<ToolDefinition>> tools_at(const Json& j, const char* key,
-                                             const std::string& path) {
+Result<std::vector<ToolDefinition>> tools_at(core::JsonReader& r, const char* key) {
   std::vector<ToolDefinition> tools;
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return tools;
-  if (!it->is_array()) return internal::field_error(path, key, "an array");
-  for (size_t i = 0; i < it->size(); ++i) {
-    CODEACT_TRY(auto t, tool_at((*it)[i], path + "." + key + "[" + std::to_string(i) + "]"));
+  const Json* list = r.raw(key);
+  if (list == nullptr) return tools;
+  if (!list->is_array()) return r.wrong(key, "an array");
+  for (size_t i = 0; i < list->size(); ++i) {
+    CODEACT_TRY(auto t, tool_at((*list)[i], r.what() + "." + key + "[" + std::to_string(i) + "]"));
     tools.push_back(std::move(t));
   }
   return tools;
@@ -249,14 +244,15 @@ Result<OutputObjectDefinition> output_object_from_json(const Json& j) {
 
 Result<ModelRequestParameters> request_parameters_from_json(const Json& j) {
   const std::string path = "params";
-  CODEACT_TRY_STATUS(require_object(j, path));
+  core::JsonReader r(j, path);
+  CODEACT_TRY_STATUS(r.valid());
   ModelRequestParameters p;
-  CODEACT_TRY(p.function_tools, tools_at(j, "function_tools", path));
-  CODEACT_TRY(p.output_tools, tools_at(j, "output_tools", path));
+  CODEACT_TRY(p.function_tools, tools_at(r, "function_tools"));
+  CODEACT_TRY(p.output_tools, tools_at(r, "output_tools"));
   std::string mode = "text";
-  CODEACT_TRY_STATUS(read_string(j, "output_mode", mode, path));
+  CODEACT_TRY_STATUS(r.optional("output_mode", mode));
   CODEACT_TRY(p.output_mode, output_mode_from_name(mode));
-  CODEACT_TRY_STATUS(read_bool(j, "allow_text_output", p.allow_text_output, path));
+  CODEACT_TRY_STATUS(r.optional("allow_text_output", p.allow_text_output));
   if (auto it = j.find("output_object"); it != j.end() && !it->is_null()) {
     CODEACT_TRY(auto o, output_object_at(*it, path + ".output_object"));
     p.output_object = std::move(o);
@@ -268,30 +264,22 @@ Result<ModelSettings> settings_from_json(const Json& j) {
   const std::string path = "settings";
   ModelSettings s;
   if (j.is_null()) return s;
-  CODEACT_TRY_STATUS(require_object(j, path));
-  CODEACT_TRY_STATUS(read_opt_int(j, "max_tokens", s.max_tokens, path));
-  CODEACT_TRY_STATUS(read_opt_double(j, "temperature", s.temperature, path));
-  CODEACT_TRY_STATUS(read_opt_double(j, "top_p", s.top_p, path));
-  CODEACT_TRY_STATUS(read_opt_double(j, "timeout", s.timeout_seconds, path));
-  CODEACT_TRY_STATUS(read_opt_bool(j, "parallel_tool_calls", s.parallel_tool_calls, path));
-  CODEACT_TRY_STATUS(read_opt_int(j, "seed", s.seed, path));
-  CODEACT_TRY_STATUS(read_opt_double(j, "presence_penalty", s.presence_penalty, path));
-  CODEACT_TRY_STATUS(read_opt_double(j, "frequency_penalty", s.frequency_penalty, path));
-  if (auto it = j.find("stop_sequences"); it != j.end() && !it->is_null()) {
-    if (!it->is_array())
-      return internal::field_error(path, "stop_sequences", "an array of strings");
-    for (const auto& v : *it) {
-      if (!v.is_string())
-        return internal::field_error(path, "stop_sequences", "an array of strings");
-      s.stop_sequences.push_back(v.get<std::string>());
-    }
-  }
+  core::JsonReader r(j, path);
+  CODEACT_TRY_STATUS(r.valid());
+  CODEACT_TRY_STATUS(r.optional("max_tokens", s.max_tokens));
+  CODEACT_TRY_STATUS(r.optional("temperature", s.temperature));
+  CODEACT_TRY_STATUS(r.optional("top_p", s.top_p));
+  CODEACT_TRY_STATUS(r.optional("timeout", s.timeout_seconds));
+  CODEACT_TRY_STATUS(r.optional("parallel_tool_calls", s.parallel_tool_calls));
+  CODEACT_TRY_STATUS(r.optional("seed", s.seed));
+  CODEACT_TRY_STATUS(r.optional("presence_penalty", s.presence_penalty));
+  CODEACT_TRY_STATUS(r.optional("frequency_penalty", s.frequency_penalty));
+  CODEACT_TRY_STATUS(r.optional("stop_sequences", s.stop_sequences));
   if (auto it = j.find("extra_headers"); it != j.end() && !it->is_null()) {
-    if (!it->is_array())
-      return internal::field_error(path, "extra_headers", "an array of [name, value]");
+    if (!it->is_array()) return r.wrong("extra_headers", "an array of [name, value]");
     for (const auto& h : *it) {
       if (!h.is_array() || h.size() != 2 || !h[0].is_string() || !h[1].is_string()) {
-        return internal::field_error(path, "extra_headers", "an array of [name, value]");
+        return r.wrong("extra_headers", "an array of [name, value]");
       }
       s.extra_headers.emplace_back(h[0].get<std::string>(), h[1].get<std::string>());
     }
@@ -302,25 +290,26 @@ Result<ModelSettings> settings_from_json(const Json& j) {
 
 Result<ModelResponsePartDelta> part_delta_from_json(const Json& j) {
   const std::string path = "delta";
-  CODEACT_TRY_STATUS(require_object(j, path));
+  core::JsonReader r(j, path);
+  CODEACT_TRY_STATUS(r.valid());
   std::string kind;
-  CODEACT_TRY_STATUS(read_string(j, "part_delta_kind", kind, path, true));
+  CODEACT_TRY_STATUS(r.required("part_delta_kind", kind));
   if (kind == "text") {
     TextPartDelta d;
-    CODEACT_TRY_STATUS(read_string(j, "content_delta", d.content_delta, path));
+    CODEACT_TRY_STATUS(r.optional("content_delta", d.content_delta));
     return ModelResponsePartDelta(std::move(d));
   }
   if (kind == "tool_call") {
     ToolCallPartDelta d;
-    CODEACT_TRY_STATUS(read_string(j, "tool_name_delta", d.tool_name_delta, path));
-    CODEACT_TRY_STATUS(read_string(j, "args_delta", d.args_delta, path));
-    CODEACT_TRY_STATUS(read_string(j, "tool_call_id", d.tool_call_id, path));
+    CODEACT_TRY_STATUS(r.optional("tool_name_delta", d.tool_name_delta));
+    CODEACT_TRY_STATUS(r.optional("args_delta", d.args_delta));
+    CODEACT_TRY_STATUS(r.optional("tool_call_id", d.tool_call_id));
     return ModelResponsePartDelta(std::move(d));
   }
   if (kind == "thinking") {
     ThinkingPartDelta d;
-    CODEACT_TRY_STATUS(read_string(j, "content_delta", d.content_delta, path));
-    CODEACT_TRY_STATUS(read_string(j, "signature_delta", d.signature_delta, path));
+    CODEACT_TRY_STATUS(r.optional("content_delta", d.content_delta));
+    CODEACT_TRY_STATUS(r.optional("signature_delta", d.signature_delta));
     return ModelResponsePartDelta(std::move(d));
   }
   return core::invalid_argument(path + ": unknown part_delta_kind \"" + kind + "\"");
@@ -328,14 +317,15 @@ Result<ModelResponsePartDelta> part_delta_from_json(const Json& j) {
 
 Result<ModelStreamEvent> stream_event_from_json(const Json& j) {
   const std::string path = "event";
-  CODEACT_TRY_STATUS(require_object(j, path));
+  core::JsonReader r(j, path);
+  CODEACT_TRY_STATUS(r.valid());
   std::string kind;
-  CODEACT_TRY_STATUS(read_string(j, "event_kind", kind, path, true));
+  CODEACT_TRY_STATUS(r.required("event_kind", kind));
   int64_t index = 0;
-  CODEACT_TRY_STATUS(internal::read_int(j, "index", index, path));
+  CODEACT_TRY_STATUS(r.optional("index", index));
   if (kind == "part_start" || kind == "part_end") {
     auto it = j.find("part");
-    if (it == j.end()) return internal::field_error(path, "part", "a response part");
+    if (it == j.end()) return core::invalid_argument(path + ": \"part\" is required");
     CODEACT_TRY(auto part, response_part_from_json(*it));
     if (kind == "part_start")
       return ModelStreamEvent(PartStartEvent{static_cast<int>(index), std::move(part)});
@@ -343,13 +333,13 @@ Result<ModelStreamEvent> stream_event_from_json(const Json& j) {
   }
   if (kind == "part_delta") {
     auto it = j.find("delta");
-    if (it == j.end()) return internal::field_error(path, "delta", "a part delta");
+    if (it == j.end()) return core::invalid_argument(path + ": \"delta\" is required");
     CODEACT_TRY(auto delta, part_delta_from_json(*it));
     return ModelStreamEvent(PartDeltaEvent{static_cast<int>(index), std::move(delta)});
   }
   if (kind == "final_response") {
     auto it = j.find("response");
-    if (it == j.end()) return internal::field_error(path, "response", "a response message");
+    if (it == j.end()) return core::invalid_argument(path + ": \"response\" is required");
     CODEACT_TRY(auto response, response_from_json(*it));
     return ModelStreamEvent(FinalResponseEvent{std::move(response)});
   }

@@ -91,10 +91,8 @@ void append_response(const ModelResponse& response, Json& out) {
 
 }  // namespace
 
-OpenAIModel::OpenAIModel(OpenAIOptions options) : options_(std::move(options)) {
-  if (options_.provider_name.empty()) options_.provider_name = "openai";
-  if (options_.base_url.empty()) options_.base_url = std::string(kOpenAIBaseUrl);
-  if (!options_.transport) options_.transport = core::default_transport();
+OpenAIModel::OpenAIModel(OpenAIOptions options)
+    : ProviderModel(std::move(options), "openai", kOpenAIBaseUrl) {
   if (!options_.use_max_completion_tokens) {
     options_.use_max_completion_tokens = options_.provider_name == "openai";
   }
@@ -227,9 +225,8 @@ Result<ModelResponse> OpenAIModel::request(const std::vector<ModelMessage>& mess
   internal::ProviderCall call =
       prepare(options_, settings,
               core::dump_json(build_request_body(messages, settings, params, false)), cancel);
-  CODEACT_TRY(auto http, internal::send_with_retry(*options_.transport, call.make, call.context));
   const std::string& what = call.context.what;
-  CODEACT_TRY(Json j, internal::parse_response_body(http.body, what));
+  CODEACT_TRY(Json j, internal::request_json(*options_.transport, call));
   return parse_completion(j, options_, what);
 }
 
@@ -268,12 +265,12 @@ Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage
       done = true;
       return true;
     }
-    Json j = Json::parse(event.data, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
-      stream_error =
-          core::data_loss(what + ": unreadable stream chunk: " + event.data.substr(0, 200));
+    auto chunk = internal::stream_json(event, what);
+    if (!chunk.ok()) {
+      stream_error = std::move(chunk).error();
       return false;
     }
+    const Json& j = *chunk;
     if (auto error = internal::inline_error(j, what)) {
       stream_error = *error;
       return false;
@@ -335,10 +332,8 @@ Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage
   std::string non_sse_body;
   auto http = internal::send_sse_with_retry(*options_.transport, call.make, call.context, reset,
                                             on_sse, &non_sse_body);
-  if (stream_error) return *stream_error;
-  if (assembler && assembler->stopped())
-    return core::cancelled(what + ": stream stopped by its consumer");
-  if (!http.ok()) return std::move(http).error();
+  CODEACT_TRY_STATUS(
+      internal::stream_status(http, stream_error, assembler && assembler->stopped(), what));
   const size_t first = non_sse_body.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && non_sse_body[first] == '{') {
     // The server ignored "stream": true and sent one chat.completion document.

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <ctime>
 #include <random>
-#include <thread>
 
 #include "codeact/core/log.hpp"
 #include "codeact/core/strings.hpp"
@@ -68,7 +67,8 @@ std::optional<milliseconds> parse_retry_after(std::string_view value,
   return std::chrono::duration_cast<milliseconds>(target - now);
 }
 
-std::optional<milliseconds> retry_after_of(const HttpResponse& response) {
+std::optional<milliseconds> retry_after_of(const HttpResponse& response,
+                                           std::chrono::system_clock::time_point now) {
   std::string ms = response.header("retry-after-ms");
   if (!ms.empty()) {
     char* end = nullptr;
@@ -77,7 +77,7 @@ std::optional<milliseconds> retry_after_of(const HttpResponse& response) {
       return milliseconds(static_cast<int64_t>(value));
     }
   }
-  return parse_retry_after(response.header("retry-after"), std::chrono::system_clock::now());
+  return parse_retry_after(response.header("retry-after"), now);
 }
 
 std::string provider_error_message(std::string_view body) {
@@ -96,8 +96,7 @@ std::string provider_error_message(std::string_view body) {
       }
     }
   }
-  std::string text = core::trim(body);
-  if (text.size() > 500) text = text.substr(0, 500) + "...";
+  std::string text = core::abbreviate(core::trim(body), 500);
   return text.empty() ? "(empty response body)" : text;
 }
 
@@ -123,6 +122,27 @@ std::string redact(std::string text, std::string_view secret) {
   return text;
 }
 
+Result<Json> request_json(core::HttpTransport& transport, const ProviderCall& call) {
+  CODEACT_TRY(auto http, send_with_retry(transport, call.make, call.context));
+  return parse_response_body(http.body, call.context.what);
+}
+
+Result<Json> stream_json(const core::SseEvent& event, const std::string& what) {
+  Json j = Json::parse(event.data, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return core::data_loss(what + ": unreadable stream event: " + event.data.substr(0, 200));
+  return j;
+}
+
+core::Status stream_status(const Result<HttpResponse>& http,
+                           const std::optional<core::Error>& stream_error, bool consumer_stopped,
+                           const std::string& what) {
+  if (stream_error) return *stream_error;
+  if (consumer_stopped) return core::cancelled(what + ": stream stopped by its consumer");
+  if (!http.ok()) return http.error();
+  return core::ok_status();
+}
+
 Result<Json> parse_response_body(std::string_view body, const std::string& what) {
   Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
@@ -131,17 +151,6 @@ Result<Json> parse_response_body(std::string_view body, const std::string& what)
                            std::to_string(body.size()) + " bytes): " + start);
   }
   return j;
-}
-
-bool sleep_unless_cancelled(milliseconds duration, const core::CancelToken* cancel) {
-  auto deadline = std::chrono::steady_clock::now() + duration;
-  while (true) {
-    if (cancel != nullptr && cancel->cancelled()) return false;
-    auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return true;
-    std::this_thread::sleep_for(
-        std::min<std::chrono::steady_clock::duration>(deadline - now, milliseconds(20)));
-  }
 }
 
 milliseconds request_timeout(const ModelSettings& settings, milliseconds fallback) {
@@ -184,7 +193,8 @@ ProviderCall prepare_call(const ProviderOptions& options, const ModelSettings& s
 Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
                                      const std::function<HttpRequest()>& make_request,
                                      const SendContext& ctx) {
-  const auto start = std::chrono::steady_clock::now();
+  core::Clock& clock = core::clock_or_real(ctx.clock);
+  const auto start = clock.steady_now();
   const RetryPolicy& policy = ctx.retry;
   milliseconds backoff = policy.initial_backoff;
   for (int attempt = 1;; ++attempt) {
@@ -221,7 +231,7 @@ Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
     } else {
       const HttpResponse& response = *result;
       std::string body = request.on_body ? captured : response.body;
-      retry_after = retry_after_of(response);
+      retry_after = retry_after_of(response, clock.system_now());
       std::string message = ctx.what + ": HTTP " + std::to_string(response.status) + ": " +
                             redact(provider_error_message(body), ctx.secret);
       if (retry_after) message += " (retry after " + format_seconds(*retry_after) + ")";
@@ -240,14 +250,13 @@ Result<HttpResponse> send_with_retry(core::HttpTransport& transport,
       if (*retry_after > policy.max_retry_after) return *error;
       wait = std::max(wait, *retry_after);
     }
-    auto elapsed =
-        std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
+    auto elapsed = std::chrono::duration_cast<milliseconds>(clock.steady_now() - start);
     if (elapsed + wait > policy.max_total) {
       return error->with_context("after " + std::to_string(attempt) + " attempts");
     }
     core::log().info("{} (attempt {}/{}); retrying in {} ms", error->message(), attempt,
                      policy.max_attempts, wait.count());
-    if (!sleep_unless_cancelled(wait, ctx.cancel))
+    if (!clock.sleep_for(wait, ctx.cancel))
       return core::cancelled(ctx.what + ": request cancelled");
     backoff = milliseconds(
         static_cast<int64_t>(static_cast<double>(backoff.count()) * policy.backoff_multiplier));
@@ -446,6 +455,7 @@ SendContext send_context(const ProviderOptions& options, const core::CancelToken
   context.secret = options.api_key;
   context.retry = options.retry;
   context.cancel = cancel;
+  context.clock = options.clock.get();
   return context;
 }
 

@@ -19,7 +19,9 @@ namespace codeact::llm::internal {
 // Accepts delta-seconds ("12", "1.5") and HTTP dates ("Wed, 21 Oct 2015 07:28:00 GMT").
 std::optional<std::chrono::milliseconds> parse_retry_after(
     std::string_view value, std::chrono::system_clock::time_point now);
-std::optional<std::chrono::milliseconds> retry_after_of(const core::HttpResponse& response);
+// The wait `response` asks for: retry-after-ms, else Retry-After read against `now`.
+std::optional<std::chrono::milliseconds> retry_after_of(const core::HttpResponse& response,
+                                                        std::chrono::system_clock::time_point now);
 
 // The human-readable message in a provider error body: {"error": {"message": ...}} (OpenAI,
 // Gemini, Anthropic, llama.cpp), [{"error": ...}] (Gemini), {"error": "..."} (Ollama),
@@ -41,12 +43,14 @@ struct SendContext {
   std::string secret;  // the API key: never appears in an error message
   RetryPolicy retry;
   const core::CancelToken* cancel = nullptr;
+  core::Clock* clock = nullptr;  // null = core::real_clock(); not owned
   // For streams: false once an event has reached the caller (then no retry).
   std::function<bool()> may_retry;
 };
 
 // The context every provider request starts from: "<provider> model \"<name>\"" as the error
-// prefix, the API key to redact, the retry policy.
+// prefix, the API key to redact, the retry policy, the clock (options.clock, which must outlive
+// the context).
 SendContext send_context(const ProviderOptions& options, const core::CancelToken* cancel);
 
 // Fills what every provider's response carries: model name (if the body had none), one request,
@@ -73,17 +77,30 @@ ProviderCall prepare_call(const ProviderOptions& options, const ModelSettings& s
 // Sends the request returned by make_request() (called again for each attempt, so a stream's
 // state can be reset) until it gets a 2xx response, a non-retryable outcome, or the retry policy
 // is exhausted. A non-2xx response becomes an Error (code from the status, message from the
-// provider's error body, Retry-After noted). For a streamed request the first 64 KiB of the body
+// provider's error body, Retry-After noted). Waits and the policy's max_total are measured on
+// context.clock: the first attempt starts the count, and time spent in requests counts. For a
+// streamed request the first 64 KiB of the body
 // are kept for that purpose.
 core::Result<core::HttpResponse> send_with_retry(
     core::HttpTransport& transport, const std::function<core::HttpRequest()>& make_request,
     const SendContext& context);
 
+// A non-streamed provider request: send_with_retry, then the 2xx body parsed as JSON
+// (parse_response_body).
+core::Result<Json> request_json(core::HttpTransport& transport, const ProviderCall& call);
+
+// The data of one stream event as a JSON object; DataLoss quoting its start otherwise.
+core::Result<Json> stream_json(const core::SseEvent& event, const std::string& what);
+
+// How a streamed request ended, checked in this order: the error a stream event reported, the
+// consumer's stop (Cancelled), the HTTP outcome. OK when the stream ran to its end; the provider
+// then checks that the response was complete.
+core::Status stream_status(const core::Result<core::HttpResponse>& http,
+                           const std::optional<core::Error>& stream_error, bool consumer_stopped,
+                           const std::string& what);
+
 // Parses a 2xx response body; DataLoss quoting its start when it is not JSON.
 core::Result<Json> parse_response_body(std::string_view body, const std::string& what);
-
-// Sleeps for `duration` unless `cancel` is set first; false when cancelled.
-bool sleep_unless_cancelled(std::chrono::milliseconds duration, const core::CancelToken* cancel);
 
 // Per-attempt timeout from settings or the provider default.
 std::chrono::milliseconds request_timeout(const ModelSettings& settings,

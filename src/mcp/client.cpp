@@ -43,14 +43,12 @@ Json McpTool::to_json() const {
 }
 
 std::string McpCallResult::text() const {
-  std::string out;
+  std::vector<std::string> texts;
   for (const auto& c : content) {
-    if (c.is_object() && core::json_string(c, "type") == "text") {
-      if (!out.empty()) out += "\n";
-      out += core::json_string(c, "text");
-    }
+    if (c.is_object() && core::json_string(c, "type") == "text")
+      texts.push_back(core::json_string(c, "text"));
   }
-  return out;
+  return core::join(texts, "\n");
 }
 
 // The client's state, behind the header so that its mutexes and helpers stay private. Transport

@@ -10,20 +10,15 @@
 #include "codeact/core/http_client.hpp"
 #include "codeact/core/log.hpp"
 #include "codeact/core/sse.hpp"
+#include "codeact/core/strings.hpp"
 #include "transports_internal.hpp"
 
 namespace codeact::mcp {
 namespace {
 
-std::string snippet(std::string_view s, size_t max = 300) {
-  std::string out(s.substr(0, max));
-  if (s.size() > max) out += "...";
-  return out;
-}
-
 core::Error status_error(const McpServerConfig& c, int status, std::string_view body) {
   std::string msg = fmt::format("MCP server '{}' ({}) answered HTTP {}: {}", c.name, c.url, status,
-                                snippet(body));
+                                core::abbreviate(body, 300));
   if (status == 401) msg += " (check the server's `headers` in app_conf.yml)";
   return core::Error(core::code_from_http_status(status), std::move(msg));
 }
@@ -50,7 +45,7 @@ bool deliver_event(const McpServerConfig& c, const TransportHandlers& h, const c
   if (!j.ok() || !(j->is_object() || j->is_array())) {
     h.on_malformed(core::data_loss(
         fmt::format("MCP server '{}' sent an event that is not a JSON-RPC message: '{}'", c.name,
-                    snippet(ev.data))));
+                    core::abbreviate(ev.data, 300))));
     return false;
   }
   h.on_message(std::move(j).value());
@@ -167,7 +162,7 @@ class StreamableHttpTransport final : public McpTransport {
       if (!j.ok() || !(j->is_object() || j->is_array())) {
         handlers_.on_malformed(core::data_loss(
             fmt::format("MCP server '{}' answered with something that is not JSON-RPC: '{}'",
-                        config_.name, snippet(body))));
+                        config_.name, core::abbreviate(body, 300))));
         return core::ok_status();
       }
       handlers_.on_message(std::move(j).value());

@@ -35,36 +35,6 @@ std::string camel(std::string_view s) {
   return out;
 }
 
-std::string python_string(const std::string& s) {
-  std::string out = "'";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\'':
-        out += "\\'";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\x{:02x}", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "'";
-}
-
 // Joins union members, dropping duplicates and keeping None last.
 std::string join_union(const std::vector<std::string>& parts) {
   std::vector<std::string> uniq;
@@ -147,7 +117,7 @@ struct Converter {
                 ? sub["description"].get<std::string>()
                 : "";
         if (functional) {
-          lines.push_back(fmt::format("{}: {}", python_string(key), t));
+          lines.push_back(fmt::format("{}: {}", core::python_repr_string(key), t));
         } else {
           lines.push_back(
               fmt::format("    {}: {}{}", key, t, desc.empty() ? "" : "  # " + first_line(desc)));
@@ -155,7 +125,7 @@ struct Converter {
       }
       std::string cls;
       if (functional) {
-        cls = fmt::format("{} = TypedDict({}, {{", name, python_string(name));
+        cls = fmt::format("{} = TypedDict({}, {{", name, core::python_repr_string(name));
         for (size_t i = 0; i < lines.size(); ++i) cls += (i ? ", " : "") + lines[i];
         cls += "})";
       } else {
@@ -331,19 +301,17 @@ std::string python_literal(const Json& v) {
       return s;
     }
     case Json::value_t::string:
-      return python_string(v.get<std::string>());
+      return core::python_repr_string(v.get<std::string>());
     case Json::value_t::array: {
-      std::string out = "[";
-      size_t i = 0;
-      for (const auto& e : v) out += (i++ ? ", " : "") + python_literal(e);
-      return out + "]";
+      std::vector<std::string> items;
+      for (const auto& e : v) items.push_back(python_literal(e));
+      return "[" + core::join(items, ", ") + "]";
     }
     case Json::value_t::object: {
-      std::string out = "{";
-      size_t i = 0;
+      std::vector<std::string> items;
       for (const auto& [k, e] : v.items())
-        out += (i++ ? ", " : "") + python_string(k) + ": " + python_literal(e);
-      return out + "}";
+        items.push_back(core::python_repr_string(k) + ": " + python_literal(e));
+      return "{" + core::join(items, ", ") + "}";
     }
     default:
       return "None";
@@ -425,12 +393,10 @@ core::Result<PythonSignature> python_signature(const std::string& name,
               ? out.convert(output_schema["properties"]["result"], camel(name) + "Result", 1)
               : out.convert(output_schema, camel(name) + "Result", 1);
   }
-  std::string args;
-  for (const auto& p : params) {
-    if (!args.empty()) args += ", ";
-    args += p.py + ": " + p.annotation;
-    if (!p.required) args += " = " + p.default_text;
-  }
+  std::vector<std::string> declared;
+  for (const auto& p : params)
+    declared.push_back(p.py + ": " + p.annotation + (p.required ? "" : " = " + p.default_text));
+  std::string args = core::join(declared, ", ");
   const Json* extra =
       schema.contains("additionalProperties") ? &schema["additionalProperties"] : nullptr;
   if (params.empty() && extra &&

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "codeact/core/log.hpp"
+#include "codeact/core/strings.hpp"
 #include "codeact/core/subprocess.hpp"
 #include "transports_internal.hpp"
 
@@ -136,8 +137,7 @@ class StdioTransport final : public McpTransport {
     if (line.empty()) return;
     core::log().info("mcp[{}] stderr: {}", config_.name, line);
     std::lock_guard lock(state_mu_);
-    if (line.size() > 500) line = line.substr(0, 500) + "...";
-    stderr_lines_.push_back(std::move(line));
+    stderr_lines_.push_back(core::abbreviate(line, 500));
     while (stderr_lines_.size() > kStderrTailLines) stderr_lines_.pop_front();
   }
 
@@ -204,10 +204,9 @@ class StdioTransport final : public McpTransport {
     if (line.empty()) return;
     auto j = core::parse_json(line, "MCP message");
     if (!j.ok() || !(j->is_object() || j->is_array())) {
-      std::string snippet(line.substr(0, 200));
       handlers_.on_malformed(core::data_loss(fmt::format(
           "MCP server '{}' wrote something that is not a JSON-RPC message on stdout: '{}'",
-          config_.name, snippet)));
+          config_.name, core::abbreviate(line, 200))));
       return;
     }
     handlers_.on_message(std::move(j).value());

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <set>
+#include <thread>
 
 #include "codeact/codeact/codeact_agent.hpp"
 #include "fake_sandbox_backend.hpp"
@@ -124,6 +126,48 @@ TEST(AgentBinder, BindingsOfOneBinderShareTheModelAndTheFunctions) {
   ASSERT_TRUE(second->model().ok());
   EXPECT_EQ(agent->models_made.load(), 1) << "one model client per agent and model name";
   EXPECT_EQ(backend->calls().size(), 0u) << "binding reads nothing from the sandbox";
+}
+
+// Regression: builder() handed out a reference to the builder that the first binding needing MCP
+// servers writes (its McpServerSet) under the binder's lock, so a worker thread reading it while
+// another bound raced. It now returns a copy taken under that lock.
+TEST(AgentBinder, BuilderIsSafeToReadWhileOtherThreadsBind) {
+  auto backend = std::make_shared<FakeSandboxBackend>();
+  AgentBinder binder(builder(), backend);
+  EXPECT_EQ(binder.builder().mcp, nullptr) << "no MCP servers needed yet";
+  std::atomic<bool> binding_done{false};
+  std::set<const mcp::McpServerSet*> seen;
+  std::thread reader([&] {
+    while (!binding_done.load()) {
+      AgentBuilder copy = binder.builder();
+      seen.insert(copy.mcp.get());
+      EXPECT_NE(copy.prompts, nullptr);
+    }
+  });
+  std::vector<std::thread> binders;
+  std::vector<std::shared_ptr<mcp::McpServerSet>> sets(4);
+  for (int i = 0; i < 4; ++i) {
+    binders.emplace_back([&, i] {
+      for (int n = 0; n < 50; ++n) {
+        auto b = binder.bind(
+            std::make_shared<CodeActAgent>("simple_agent"),
+            BindOptions{.sandbox_id = "s" + std::to_string(i), .mcp_servers = {"time"}});
+        ASSERT_TRUE(b.ok()) << b.error().to_string();
+      }
+      sets[i] = binder.builder().mcp;
+    });
+  }
+  for (auto& t : binders) t.join();
+  binding_done = true;
+  reader.join();
+  const auto shared = binder.builder().mcp;
+  ASSERT_NE(shared, nullptr) << "the first binding that needed MCP servers made the set";
+  for (const auto& s : sets) EXPECT_EQ(s, shared) << "every binding shares one McpServerSet";
+  seen.erase(nullptr);
+  EXPECT_LE(seen.size(), 1u) << "readers saw no set but the shared one";
+  if (!seen.empty()) {
+    EXPECT_EQ(*seen.begin(), shared.get());
+  }
 }
 
 TEST(AgentBinder, WhatCannotBeBoundSaysWhy) {

@@ -21,6 +21,28 @@ TEST(Strings, JoinPutsTheSeparatorBetweenItems) {
   EXPECT_EQ(join({"numpy", "pandas"}, " "), "numpy pandas");
 }
 
+TEST(Strings, AbbreviateKeepsShortTextAndCutsLongTextToTheLimit) {
+  EXPECT_EQ(abbreviate("short", 10), "short");
+  EXPECT_EQ(abbreviate("exactly10!", 10), "exactly10!");
+  EXPECT_EQ(abbreviate("one more char", 10), "one mor...");
+  EXPECT_EQ(abbreviate("one more char", 10).size(), 10u);
+  EXPECT_EQ(abbreviate("abcd", 3), "...");
+  // "h\xc3\xa9llo w" is "héllo w": a cut after 2 bytes would split the é.
+  EXPECT_EQ(abbreviate("h\xc3\xa9llo world", 5), "h...");
+  EXPECT_TRUE(is_valid_utf8(abbreviate("\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", 7)))
+      << "a cut inside a three-byte sequence backs up to its start";
+  EXPECT_EQ(abbreviate("\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", 7), "\xe2\x82\xac...");
+}
+
+TEST(Strings, PythonReprStringQuotesAndEscapesAsPythonDoes) {
+  EXPECT_EQ(python_repr_string("plain"), "'plain'");
+  EXPECT_EQ(python_repr_string("it's"), "\"it's\"") << "a ' alone: double quotes";
+  EXPECT_EQ(python_repr_string("it's \"x\""), "'it\\'s \"x\"'") << "both: single, ' escaped";
+  EXPECT_EQ(python_repr_string("a\\b\n\t\r"), "'a\\\\b\\n\\t\\r'");
+  EXPECT_EQ(python_repr_string(std::string("\x01\x7f", 2)), "'\\x01\\x7f'");
+  EXPECT_EQ(python_repr_string("h\xc3\xa9"), "'h\xc3\xa9'") << "UTF-8 kept";
+}
+
 TEST(Strings, IndentPrefixesEveryNonEmptyLineAndEndsEachWithANewline) {
   EXPECT_EQ(indent("a\n\nb", "  "), "  a\n\n  b\n");
   EXPECT_EQ(indent("def f():\n    ...\n", "    "), "    def f():\n        ...\n")

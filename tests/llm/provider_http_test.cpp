@@ -3,17 +3,20 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <deque>
 #include <thread>
 
 #include "../../src/llm/provider_http_internal.hpp"
 #include "codeact/llm/openai_model.hpp"
 #include "fake_provider_server.hpp"
+#include "manual_clock.hpp"
 #include "stream_recorder.hpp"
 
 namespace codeact::llm {
 namespace {
 
 using namespace std::chrono_literals;
+using codeact::testing::ManualClock;
 using testing::FakeProviderServer;
 using testing::json_response;
 using testing::ScriptedResponse;
@@ -40,6 +43,137 @@ RetryPolicy fast_retry(int attempts) {
   r.initial_backoff = 10ms;
   r.max_backoff = 50ms;
   return r;
+}
+
+// An HttpTransport answering from a script, each answer taking `latency` on the clock.
+class ScriptedTransport final : public core::HttpTransport {
+ public:
+  explicit ScriptedTransport(ManualClock& clock) : clock_(clock) {}
+  void answer(int status, core::Headers headers = {}) {
+    core::HttpResponse r;
+    r.status = status;
+    r.headers = std::move(headers);
+    r.body = status == 200 ? core::dump_json(ok_body()) : R"({"error": {"message": "busy"}})";
+    script_.push_back(std::move(r));
+  }
+  core::Result<core::HttpResponse> send(const core::HttpRequest&) override {
+    starts_.push_back(clock_.elapsed());
+    clock_.advance(latency);
+    if (script_.empty()) return core::unavailable("connection refused");
+    core::HttpResponse r = std::move(script_.front());
+    script_.pop_front();
+    return r;
+  }
+  // When each attempt started, as time since the clock's start.
+  const std::vector<std::chrono::milliseconds>& starts() const { return starts_; }
+  std::chrono::milliseconds latency{0};
+
+ private:
+  ManualClock& clock_;
+  std::deque<core::HttpResponse> script_;
+  std::vector<std::chrono::milliseconds> starts_;
+};
+
+internal::SendContext context_on(ManualClock& clock, RetryPolicy retry,
+                                 const core::CancelToken* cancel = nullptr) {
+  internal::SendContext ctx;
+  ctx.what = "p model \"m\"";
+  ctx.retry = retry;
+  ctx.clock = &clock;
+  ctx.cancel = cancel;
+  return ctx;
+}
+
+core::Result<core::HttpResponse> send(ScriptedTransport& transport,
+                                      const internal::SendContext& ctx) {
+  return internal::send_with_retry(
+      transport, [] { return core::HttpRequest{}; }, ctx);
+}
+
+TEST(RetrySchedule, BackoffGrowsByTheMultiplierUpToItsCap) {
+  ManualClock clock;
+  ScriptedTransport transport(clock);
+  for (int i = 0; i < 6; ++i) transport.answer(503);
+  RetryPolicy retry;  // 500 ms initial, x2
+  retry.max_attempts = 6;
+  retry.max_backoff = 3s;
+  auto r = send(transport, context_on(clock, retry));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), core::Code::kUnavailable);
+  EXPECT_EQ(clock.sleeps(), (std::vector<std::chrono::milliseconds>{500ms, 1s, 2s, 3s, 3s}));
+  EXPECT_EQ(transport.starts().size(), 6u);
+  EXPECT_NE(r.error().message().find("after 6 attempts"), std::string::npos) << r.error().message();
+}
+
+TEST(RetrySchedule, SucceedsOnTheAttemptThatGets2xx) {
+  ManualClock clock;
+  ScriptedTransport transport(clock);
+  transport.answer(429);
+  transport.answer(502);
+  transport.answer(200);
+  auto r = send(transport, context_on(clock, RetryPolicy{}));
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(clock.sleeps(), (std::vector<std::chrono::milliseconds>{500ms, 1s}));
+}
+
+TEST(RetrySchedule, NoAttemptStartsPastMaxTotalCountingTimeSpentInRequests) {
+  ManualClock clock;
+  ScriptedTransport transport(clock);
+  transport.latency = 1s;  // every answer takes a second
+  for (int i = 0; i < 10; ++i) transport.answer(503);
+  RetryPolicy retry;
+  retry.max_attempts = 10;
+  retry.initial_backoff = 1s;
+  retry.max_backoff = 60s;
+  retry.max_total = 10s;  // llm.retry.max_total_seconds: 10
+  auto r = send(transport, context_on(clock, retry));
+  ASSERT_FALSE(r.ok());
+  // Attempts start at 0, 2, 5 and 10 s; the next would start at 11 + 8 = 19 s > 10 s.
+  EXPECT_EQ(transport.starts(), (std::vector<std::chrono::milliseconds>{0s, 2s, 5s, 10s}));
+  EXPECT_EQ(clock.sleeps(), (std::vector<std::chrono::milliseconds>{1s, 2s, 4s}));
+  EXPECT_NE(r.error().message().find("after 4 attempts"), std::string::npos) << r.error().message();
+}
+
+TEST(RetrySchedule, RetryAfterLongerThanTheBackoffIsWaitedShorterIsNot) {
+  ManualClock clock(std::chrono::system_clock::from_time_t(1445412480));  // 07:28:00 GMT
+  ScriptedTransport transport(clock);
+  transport.answer(429, {{"Retry-After", "7"}});
+  transport.answer(429, {{"retry-after-ms", "250"}});
+  transport.answer(503, {{"Retry-After", "Wed, 21 Oct 2015 07:28:20 GMT"}});
+  transport.answer(200);
+  auto r = send(transport, context_on(clock, RetryPolicy{}));
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  // 7 s asked > 500 ms backoff; 250 ms asked < 1 s backoff; the date is 20 s after the clock's
+  // start, reached at 8 s: 12 s left.
+  EXPECT_EQ(clock.sleeps(), (std::vector<std::chrono::milliseconds>{7s, 1s, 12s}));
+}
+
+TEST(RetrySchedule, ARetryAfterBeyondTheLimitEndsTheRetriesWithoutWaiting) {
+  ManualClock clock;
+  ScriptedTransport transport(clock);
+  transport.answer(429, {{"Retry-After", "61"}});
+  transport.answer(200);
+  auto r = send(transport, context_on(clock, RetryPolicy{}));  // max_retry_after 60 s
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), core::Code::kResourceExhausted);
+  EXPECT_NE(r.error().message().find("(retry after 61s)"), std::string::npos)
+      << r.error().message();
+  EXPECT_TRUE(clock.sleeps().empty());
+  EXPECT_EQ(transport.starts().size(), 1u);
+}
+
+TEST(RetrySchedule, CancellingDuringTheBackoffEndsTheRequest) {
+  ManualClock clock;
+  ScriptedTransport transport(clock);
+  transport.answer(503);
+  transport.answer(200);
+  core::CancelToken cancel;
+  clock.on_sleep = [&](std::chrono::milliseconds) { cancel.cancel(); };
+  auto r = send(transport, context_on(clock, RetryPolicy{}, &cancel));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), core::Code::kCancelled);
+  EXPECT_EQ(transport.starts().size(), 1u) << "no attempt after the cancel";
 }
 
 TEST(RetryAfter, ParsesSecondsAndHttpDates) {
@@ -161,14 +295,16 @@ TEST(ProviderHttp, RetriesA429AfterTheServersRetryAfter) {
   limited.headers = {{"Retry-After", "1"}};
   server.enqueue(limited);
   server.enqueue(json_response(ok_body()));
-  OpenAIModel model(options_for(server, fast_retry(3)));
-  auto start = std::chrono::steady_clock::now();
+  OpenAIOptions options = options_for(server, fast_retry(3));
+  auto clock = std::make_shared<ManualClock>();
+  options.clock = clock;
+  OpenAIModel model(options);
   auto r = model.request(user_says("hi"), {}, {});
-  auto elapsed = std::chrono::steady_clock::now() - start;
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(r->text(), "ok");
   EXPECT_EQ(server.request_count(), 2u);
-  EXPECT_GE(elapsed, 950ms) << "Retry-After: 1 must be honoured over the 10 ms backoff";
+  EXPECT_EQ(clock->sleeps(), std::vector<std::chrono::milliseconds>{1s})
+      << "Retry-After: 1 must be honoured over the 10 ms backoff";
 }
 
 TEST(ProviderHttp, GivesUpAfterMaxAttemptsOn5xx) {

@@ -38,7 +38,7 @@ TEST(PythonLiteral, Values) {
   EXPECT_EQ(python_literal(J("true")), "True");
   EXPECT_EQ(python_literal(J("2")), "2");
   EXPECT_EQ(python_literal(J("2.0")), "2.0");
-  EXPECT_EQ(python_literal(J(R"("it's")")), R"('it\'s')");
+  EXPECT_EQ(python_literal(J(R"("it's")")), R"("it's")") << "Python's repr() quoting";
   EXPECT_EQ(python_literal(J(R"({"a": [1, "x\n"]})")), R"({'a': [1, 'x\n']})");
 }
 

@@ -96,7 +96,9 @@ class AgentBinder {
   core::Result<AgentBinding> bind(std::shared_ptr<const CodeActAgent> agent,
                                   const BindOptions& options);
 
-  const AgentBuilder& builder() const;
+  // A copy of the builder bindings start from (with the McpServerSet they share once one
+  // needed it), taken under the binder's lock: safe while other threads bind.
+  AgentBuilder builder() const;
   const std::shared_ptr<sandbox::SandboxBackend>& backend() const;
 
  private:

@@ -1,5 +1,5 @@
-// String helpers every layer needs, written once: trimming, joining, indenting, UTF-8
-// validation. Pure functions on bytes (no locale); thread-safe.
+// String helpers every layer needs, written once: trimming, joining, indenting, abbreviating,
+// UTF-8 validation. Pure functions on bytes (no locale); thread-safe.
 #pragma once
 
 #include <string>
@@ -15,6 +15,15 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 // Every line of `text` prefixed with `pad` (empty lines stay empty), each ending in "\n"; a final
 // "\n" ends the last line, it does not start another: indent("a\n\nb", "  ") == "  a\n\n  b\n".
 std::string indent(std::string_view text, std::string_view pad);
+// `s` when it has at most `max` bytes, otherwise its start and "..." in `max` bytes in all (for
+// quoting a value or body in an error message). The cut never splits a UTF-8 sequence, so valid
+// UTF-8 stays valid. REQUIRES: max >= 3.
+std::string abbreviate(std::string_view s, size_t max);
+// `s` as Python's repr() of a str writes it, so generated Python and rendered prompts read as
+// Python would print them: in single quotes, or double quotes when `s` has a ' and no ";
+// backslash, the quote used, \n, \r, \t escaped, other control bytes as \xNN; bytes >= 0x80
+// kept as they are (UTF-8 text stays readable).
+std::string python_repr_string(std::string_view s);
 // True when `data` is valid UTF-8 (so it can travel as a JSON string): no overlong forms, no
 // surrogates, nothing above U+10FFFF, no truncated sequence.
 bool is_valid_utf8(std::string_view data);

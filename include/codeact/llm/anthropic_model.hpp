@@ -8,8 +8,7 @@
 // kNative mode is obtained as in kPrompted (schema in the system prompt). Thread-safe.
 #pragma once
 
-#include "codeact/llm/model.hpp"
-#include "codeact/llm/provider_options.hpp"
+#include "codeact/llm/provider_model.hpp"
 
 namespace codeact::llm {
 
@@ -17,7 +16,7 @@ inline constexpr std::string_view kAnthropicBaseUrl = "https://api.anthropic.com
 inline constexpr std::string_view kAnthropicVersion = "2023-06-01";
 inline constexpr int64_t kAnthropicDefaultMaxTokens = 4096;
 
-class AnthropicModel : public Model {
+class AnthropicModel : public ProviderModel<> {
  public:
   // provider_name defaults to "anthropic", base_url to kAnthropicBaseUrl (a base ending in "/v1"
   // is used as is, otherwise "/v1" is appended).
@@ -32,15 +31,9 @@ class AnthropicModel : public Model {
                                              const ModelRequestParameters& params,
                                              const StreamHandler& on_event,
                                              const core::CancelToken* cancel = nullptr) override;
-  std::string model_name() const override { return options_.model_name; }
-  std::string system() const override { return options_.provider_name; }
-  ModelSettings default_settings() const override { return options_.default_settings; }
 
   Json build_request_body(const std::vector<ModelMessage>& messages, const ModelSettings& settings,
                           const ModelRequestParameters& params, bool stream) const;
-
- private:
-  ProviderOptions options_;
 };
 
 }  // namespace codeact::llm

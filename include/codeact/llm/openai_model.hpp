@@ -7,8 +7,7 @@
 // Thread-safe.
 #pragma once
 
-#include "codeact/llm/model.hpp"
-#include "codeact/llm/provider_options.hpp"
+#include "codeact/llm/provider_model.hpp"
 
 namespace codeact::llm {
 
@@ -24,7 +23,7 @@ struct OpenAIOptions : ProviderOptions {
   bool stream_include_usage = true;
 };
 
-class OpenAIModel : public Model {
+class OpenAIModel : public ProviderModel<OpenAIOptions> {
  public:
   // provider_name defaults to "openai", base_url to kOpenAIBaseUrl.
   explicit OpenAIModel(OpenAIOptions options);
@@ -38,16 +37,10 @@ class OpenAIModel : public Model {
                                              const ModelRequestParameters& params,
                                              const StreamHandler& on_event,
                                              const core::CancelToken* cancel = nullptr) override;
-  std::string model_name() const override { return options_.model_name; }
-  std::string system() const override { return options_.provider_name; }
-  ModelSettings default_settings() const override { return options_.default_settings; }
 
   // The JSON body request() would send (for tests and debugging).
   Json build_request_body(const std::vector<ModelMessage>& messages, const ModelSettings& settings,
                           const ModelRequestParameters& params, bool stream) const;
-
- private:
-  OpenAIOptions options_;
 };
 
 }  // namespace codeact::llm

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "codeact/core/clock.hpp"
 #include "codeact/core/http_client.hpp"
 #include "codeact/llm/model.hpp"
 
@@ -15,7 +16,8 @@ namespace codeact::llm {
 // connection errors; never on 400/401/403/404. A streamed request is retried only while no event
 // has reached the caller. The wait before attempt n+1 is initial_backoff * multiplier^(n-1),
 // capped at max_backoff, or the server's Retry-After (seconds or HTTP date; also OpenAI's
-// retry-after-ms) when that is longer.
+// retry-after-ms) when that is longer. Waits and elapsed time are measured on
+// ProviderOptions::clock.
 struct RetryPolicy {
   int max_attempts = 4;  // including the first; 1 = no retry
   std::chrono::milliseconds initial_backoff{500};
@@ -38,6 +40,9 @@ struct ProviderOptions {
   // Per-attempt time limit when ModelSettings::timeout_seconds is not set.
   std::chrono::milliseconds request_timeout{600000};
   std::shared_ptr<core::HttpTransport> transport;  // null = core::default_transport()
+  // What the retry loop sleeps on and reads the time from (a Retry-After date is compared with
+  // its system_now()). null = core::real_clock().
+  std::shared_ptr<core::Clock> clock;
   ModelSettings default_settings;
 };
 
