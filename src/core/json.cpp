@@ -4,7 +4,32 @@
 
 namespace codeact::core {
 
+bool json_nests_deeper_than(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 Result<Json> parse_json(std::string_view text, std::string_view what) {
+  if (json_nests_deeper_than(text)) {
+    return invalid_argument(fmt::format(
+        "{} is nested more than {} levels deep; it was refused unparsed", what, kMaxJsonDepth));
+  }
   try {
     return Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {

