@@ -27,6 +27,12 @@ namespace codeact::durable::internal {
 
 using core::Json;
 
+// `v` as JSON, cut to 60 characters: what an error message shows of a wrong value.
+inline std::string preview_json(const Json& v) {
+  std::string s = core::dump_json(v);
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
 class PayloadReader {
  public:
   // InvalidArgument unless `j` is an object (check with valid()).
@@ -99,10 +105,7 @@ class PayloadReader {
   }
 
  private:
-  static std::string preview(const Json& v) {
-    std::string s = core::dump_json(v);
-    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-  }
+  static std::string preview(const Json& v) { return preview_json(v); }
   core::Status wrong(const char* key, const char* expected, const Json& v) const {
     return core::invalid_argument(
         fmt::format("{}: \"{}\" must be {}, got {}", what_, key, expected, preview(v)));

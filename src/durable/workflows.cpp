@@ -15,7 +15,9 @@
 #include "codeact/core/time.hpp"
 #include "codeact/durable/activities.hpp"
 #include "codeact/durable/durable_agent.hpp"
+#include "codeact/core/log.hpp"
 #include "codeact/temporal/workflow.hpp"
+#include "payload_reader.hpp"
 
 namespace codeact::durable {
 namespace {
@@ -62,18 +64,18 @@ struct RunView {
   std::string sandbox_id;
   std::string run_id;  // this workflow run: `next` restarts at 0 after a continue-as-new
 
-  Json progress(const temporal::Args& args) const {
+  ProgressReply progress(const temporal::Args& args) const {
     int64_t since = 0;
     if (!args.empty() && args[0].is_object()) since = core::json_int(args[0], "since");
     if (!args.empty() && args[0].is_number_integer()) since = args[0].get<int64_t>();
-    Json out = Json::array();
+    ProgressReply out;
     for (size_t i = static_cast<size_t>(std::max<int64_t>(since, 0)); i < events.size(); ++i)
-      out.push_back(events[i]);
-    return Json{{"events", out},
-                {"next", events.size()},
-                {"status", status},
-                {"sandbox_id", sandbox_id},
-                {"run_id", run_id}};
+      out.events.push_back(events[i]);
+    out.next = static_cast<int64_t>(events.size());
+    out.status = status;
+    out.sandbox_id = sandbox_id;
+    out.run_id = run_id;
+    return out;
   }
 
   // The sandbox's lifecycle as the live view shows it.
@@ -163,7 +165,8 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
   view.sandbox_id = sandbox_id;
   view.run_id = ctx.info().run_id;
   ctx.set_query_handler(
-      kProgressQuery, [shared_view](const temporal::Args& a) { return shared_view->progress(a); });
+      kProgressQuery,
+      [shared_view](const temporal::Args& a) { return shared_view->progress(a).to_json(); });
 
   WorkflowActivityCaller caller(ctx);
   ActivityRunSteps steps(caller, target_of(in), in.activities);
@@ -230,24 +233,46 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     RunView view;
     bool stop = false;
     bool busy = false;
+    std::vector<RejectedMessage> rejected;  // send_user_task signals of this run, not messages
   };
   auto st = std::make_shared<ChatState>();
   RunView& view = st->view;
   view.sandbox_id = sandbox_id;
   view.run_id = ctx.info().run_id;
-  ctx.set_signal_handler(kSendUserTask, [shared_chat](const temporal::Args& a) {
-    if (a.empty()) return;
-    auto message = chat_message_from_json(a[0]);
-    if (message.ok()) shared_chat->pending.push_back(std::move(*message));
+  // A malformed message must not fail the workflow task (the server would retry it without end):
+  // it is logged and shown in "progress" and "agent_output", and the chat goes on.
+  ctx.set_signal_handler(kSendUserTask, [shared_chat, st, &ctx](const temporal::Args& a) {
+    auto message = a.empty() ? Result<ChatMessage>(core::invalid_argument(
+                                   "the signal carried no message (a string or {\"task\": ...})"))
+                             : ChatMessage::from_json(a[0]);
+    if (message.ok()) {
+      shared_chat->pending.push_back(std::move(message->task));
+      return;
+    }
+    RejectedMessage m;
+    m.sent = a.empty() ? "" : internal::preview_json(a[0]);
+    m.error = message.error().message();
+    if (!ctx.is_replaying()) {
+      core::log().warn("chat {}: a {} signal was not a message and is ignored: {} (sent: {})",
+                       ctx.info().workflow_id, kSendUserTask, m.error, m.sent);
+    }
+    st->view.events.push_back(Json{{"event_kind", "message_rejected"},
+                                   {"signal", kSendUserTask},
+                                   {"sent", m.sent},
+                                   {"error", m.error}});
+    st->rejected.push_back(std::move(m));
   });
   ctx.set_signal_handler(kStopChat, [st](const temporal::Args&) { st->stop = true; });
   ctx.set_query_handler(kProgressQuery,
-                        [st](const temporal::Args& a) { return st->view.progress(a); });
+                        [st](const temporal::Args& a) { return st->view.progress(a).to_json(); });
   ctx.set_query_handler(kAgentOutputQuery, [shared_chat, st, sandbox_id](const temporal::Args&) {
-    return Json{{"turns", shared_chat->turns},
-                {"pending", shared_chat->pending.size()},
-                {"status", st->busy ? "running" : st->view.status},
-                {"sandbox_id", sandbox_id}};
+    AgentOutputReply reply;
+    reply.turns = shared_chat->turns;
+    reply.pending = static_cast<int64_t>(shared_chat->pending.size());
+    reply.status = st->busy ? "running" : st->view.status;
+    reply.sandbox_id = sandbox_id;
+    reply.rejected = st->rejected;
+    return reply.to_json();
   });
   bool& stop = st->stop;
   bool& busy = st->busy;
@@ -302,22 +327,21 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     auto turn_task = run.turn(*prepared, task, run_options(in, history, sandbox_id, run_id, view));
     codeact::TurnResult turn = co_await turn_task;
     busy = false;
+    ChatTurn done;
+    done.task = task;
     if (turn.run.ok()) {
       history = turn.run->messages;
-      chat.turns.push_back(Json{{"task", task},
-                                {"output", turn.run->output_text()},
-                                {"files", turn.files},
-                                {"usage", usage_json(*turn.run)}});
+      done.output = turn.run->output_text();
+      done.files = turn.files;
+      done.usage = usage_json(*turn.run);
     } else {
       if (turn.run.error().code() == core::Code::kCancelled) {
         reason = "cancelled";
         break;
       }
-      chat.turns.push_back(Json{{"task", task},
-                                {"output", nullptr},
-                                {"files", Json::array()},
-                                {"error", turn.run.error().message()}});
+      done.error = turn.run.error().message();
     }
+    chat.turns.push_back(std::move(done));
     if (++turns_this_run >= chat.max_turns_per_run || ctx.continue_as_new_suggested()) {
       ChatInput next = chat;
       next.runs = chat.runs + 1;
@@ -337,12 +361,14 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
                        : "the chat was cancelled; removing its sandbox \"" + sandbox_id +
                              "\" failed: " + closed.error().message());
   }
-  Json result{
-      {"turns", chat.turns}, {"sandbox_id", sandbox_id}, {"reason", reason}, {"runs", chat.runs}};
+  ChatOutput result;
+  result.turns = chat.turns;
+  result.sandbox_id = sandbox_id;
+  result.reason = reason;
+  result.runs = chat.runs;
   if (!closed.ok())
-    result["warning"] =
-        "stopping sandbox \"" + sandbox_id + "\" failed: " + closed.error().message();
-  co_return result;
+    result.warning = "stopping sandbox \"" + sandbox_id + "\" failed: " + closed.error().message();
+  co_return result.to_json();
 }
 
 }  // namespace

@@ -316,6 +316,14 @@ async def main():
     handle = await client.start_workflow("CodeActChatWorkflow", {{"model": "{model.model_flag}",
                                                                   "max_turns_per_run": 1}},
                                          id="{wid}", task_queue="{queue}")
+    # A message that is not one (a misspelt key) is reported, and the chat goes on.
+    await handle.signal("send_user_task", {{"tsak": "compute the total"}})
+    for _ in range(600):
+        bad = await handle.query("agent_output")
+        if bad.get("rejected"):
+            break
+        await asyncio.sleep(0.2)
+    progress = await handle.query("progress", {{"since": 0}})
     await handle.signal("send_user_task", "compute the total")
     for _ in range(600):
         out = await handle.query("agent_output")
@@ -330,7 +338,7 @@ async def main():
         await asyncio.sleep(0.2)
     await handle.signal("stop_chat")
     result = await handle.result()
-    print(json.dumps({{"query": out, "result": result}}))
+    print(json.dumps({{"query": out, "result": result, "bad": bad, "progress": progress}}))
 
 asyncio.run(main())
 """
@@ -345,6 +353,11 @@ asyncio.run(main())
     assert [t["output"] for t in turns] == ["total is 42", "double is 84"]
     assert out["result"]["reason"] == "stopped" and len(out["result"]["turns"]) == 2
     assert out["result"]["runs"] == 3  # continued as new after each message; state carried
+    # The malformed message: named in agent_output and in the progress events, answered by no turn.
+    assert out["bad"]["turns"] == [] and 'unknown key "tsak"' in out["bad"]["rejected"][0]["error"]
+    assert '"tsak"' in out["bad"]["rejected"][0]["sent"]
+    rejected = [e for e in out["progress"]["events"] if e["event_kind"] == "message_rejected"]
+    assert len(rejected) == 1 and 'unknown key "tsak"' in rejected[0]["error"], out["progress"]
     # The second message's conversation held the first one (one chat, one sandbox).
     assert "total is 42" in json.dumps(model.requests[-1]["messages"])
     assert "result: 84" in json.dumps(model.requests[-1]["messages"])
