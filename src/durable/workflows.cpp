@@ -78,6 +78,13 @@ struct RunView {
     return out;
   }
 
+  // Ends the run as cancelled with `message`. The message is also the last progress event: a
+  // cancelled workflow's result carries no message, the live view (and a final query) does.
+  [[noreturn]] void cancelled(const std::string& message) {
+    events.push_back(Json{{"event_kind", "cancelled"}, {"message", message}});
+    fail_cancelled(message);
+  }
+
   // The sandbox's lifecycle as the live view shows it.
   void on(const codeact::SandboxRunEvent& e) {
     using Kind = codeact::SandboxRunEvent::Kind;
@@ -120,6 +127,29 @@ codeact::SandboxPlan plan_of(const TaskInput& in, const std::string& sandbox_id)
   p.keep_sandbox = in.keep_sandbox;
   p.remove_volume = in.remove_volume;
   return p;
+}
+
+// What closing a run's sandbox did (or failed to do), as the user is told it: "its sandbox "x"
+// was removed (volume kept)". `closed` is the close's status.
+std::string sandbox_fate(const codeact::SandboxPlan& plan, bool success,
+                         const core::Status& closed) {
+  const std::string sandbox = "its sandbox \"" + plan.sandbox_id + "\"";
+  switch (plan.end(success)) {
+    case codeact::SandboxEnd::kKeep:
+      return sandbox + " was left running (keep_sandbox; volume kept" +
+             (plan.remove_volume ? ", remove_volume does not apply to a kept sandbox)" : ")");
+    case codeact::SandboxEnd::kStop:
+      if (!closed.ok()) return "stopping " + sandbox + " failed: " + closed.error().message();
+      return sandbox + " was stopped (volume kept)";
+    case codeact::SandboxEnd::kRemove:
+      if (!closed.ok()) {
+        return "removing " + sandbox + (plan.remove_volume ? " and its volume" : "") +
+               " failed: " + closed.error().message();
+      }
+      return sandbox + (plan.remove_volume ? " was removed with its volume (remove_volume)"
+                                           : " was removed (volume kept)");
+  }
+  return sandbox;
 }
 
 agent::RunOptions run_options(const TaskInput& in, std::vector<llm::ModelMessage> history,
@@ -183,10 +213,8 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
   }
   if (out.cancelled) {
     view.status = "cancelled";
-    fail_cancelled(out.closed.ok() ? "the run was cancelled; its sandbox \"" + sandbox_id +
-                                         "\" was removed (volume kept)"
-                                   : "the run was cancelled; removing its sandbox \"" + sandbox_id +
-                                         "\" failed: " + out.closed.error().message());
+    view.cancelled("the run was cancelled; " +
+                   sandbox_fate(plan_of(in, sandbox_id), /*success=*/false, out.closed));
   }
   if (!out.run.ok()) {
     view.status = "failed";
@@ -356,10 +384,8 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   core::Status closed = co_await close_task;
   view.status = reason;
   if (reason == "cancelled") {
-    fail_cancelled(closed.ok()
-                       ? "the chat was cancelled; sandbox \"" + sandbox_id + "\" was cleaned up"
-                       : "the chat was cancelled; removing its sandbox \"" + sandbox_id +
-                             "\" failed: " + closed.error().message());
+    view.cancelled("the chat was cancelled; " +
+                   sandbox_fate(plan_of(in, sandbox_id), /*success=*/false, closed));
   }
   ChatOutput result;
   result.turns = chat.turns;

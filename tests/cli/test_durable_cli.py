@@ -89,9 +89,17 @@ def worker_factory(cli, temporal_server, config):
         w.stop()
 
 
+def volume_exists(wid):
+    return subprocess.run(["docker", "volume", "inspect", f"workflow-{wid}"], capture_output=True).returncode == 0
+
+
 def volume_file(wid, name):
     """A file under the sandbox's /output, read from its volume by a throwaway container (the
-    volume is a loop-mounted disk that is only mounted while a container uses it)."""
+    volume is a loop-mounted disk that is only mounted while a container uses it). None while the
+    volume does not exist: `docker run -v` would create it, unlabelled, and codeact would then
+    refuse to remove a volume it did not create."""
+    if not volume_exists(wid):
+        return None
     p = subprocess.run(["docker", "run", "--rm", "--network", "none", "--user", "1000:1000", "--entrypoint", "cat",
                         "-v", f"workflow-{wid}:/v:ro", "codeact-sandbox:latest", f"/v/{wid}/output/{name}"],
                        capture_output=True, text=True)
@@ -443,14 +451,29 @@ mcp_servers:
     assert bad.returncode == 2 and "--mcp nope" in bad.err and "configured: time" in bad.err
 
 
-def test_ctrl_c_cancels_the_run_and_cleans_up_the_sandbox(cli, temporal_server, wid, config):
+def container_running(wid):
+    p = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", f"codeact-{wid}"], capture_output=True,
+                       text=True)
+    return p.returncode == 0 and p.stdout.strip() == "true"
+
+
+# What a cancelled run does to its sandbox, and says it did: removed with the volume kept by
+# default, kept running with --keep-sandbox (the volume too), removed with its volume with
+# --remove-volume. (The message once said "removed (volume kept)" in all three cases.)
+@pytest.mark.parametrize("flags,says,running,volume", [
+    ([], 'its sandbox "{wid}" was removed (volume kept)', False, True),
+    (["--keep-sandbox"], 'its sandbox "{wid}" was left running (keep_sandbox; volume kept)', True, True),
+    (["--remove-volume"], 'its sandbox "{wid}" was removed with its volume (remove_volume)', False, False),
+], ids=["default", "keep-sandbox", "remove-volume"])
+def test_ctrl_c_cancels_the_run_and_says_what_became_of_the_sandbox(cli, temporal_server, wid, config, flags, says,
+                                                                     running, volume):
     model = ScriptedModel([
         python_turn("call_1", "open('/output/started', 'w').write('x')\nimport time\ntime.sleep(60)"),
         {"content": "never"},
     ])
     try:
         proc = subprocess.Popen([cli.bin, "run", "--temporal", temporal_server, "--model", model.model_flag,
-                                 "--prompts", PROMPTS, "--config", config, "--workflow-id", wid, "Sleep."],
+                                 "--prompts", PROMPTS, "--config", config, "--workflow-id", wid, *flags, "Sleep."],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 120
         while time.time() < deadline and volume_file(wid, "started") is None:
@@ -462,11 +485,15 @@ def test_ctrl_c_cancels_the_run_and_cleans_up_the_sandbox(cli, temporal_server, 
     finally:
         model.close()
     assert proc.returncode == 130, err
-    assert "cancelling the run" in err and "cancelled" in err
+    # The live view's last line (a cancelled workflow's result carries no message).
+    assert "cancelling the run" in err and "── the run was cancelled; " + says.format(wid=wid) in out, out + err
     assert took < 45, f"cancellation took {took:.0f} s: the cell was not interrupted"
-    # The container is gone, the volume (with the file) is kept.
-    assert subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True).returncode != 0
-    assert volume_file(wid, "started") == "x"
+    assert container_running(wid) == running
+    if not running:
+        assert subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True).returncode != 0
+    assert volume_exists(wid) == volume
+    if volume:
+        assert volume_file(wid, "started") == "x"
 
 
 def test_codeact_run_killed_and_run_again_follows_the_same_workflow_to_the_end(cli, temporal_server, wid, config):

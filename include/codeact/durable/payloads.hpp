@@ -70,8 +70,8 @@ struct TaskInput {
   std::vector<std::string> mcp_servers;
   bool network = false;
   std::string disk;           // the sandbox's disk limit ("10g", "none"); "" = the worker's default
-  bool keep_sandbox = false;  // leave the container running at the end
-  bool remove_volume = false;  // remove the volume at the end
+  bool keep_sandbox = false;   // leave container and volume as they are at the end (wins)
+  bool remove_volume = false;  // remove the container and its volume at the end
   std::optional<agent::UsageLimits> usage_limits;
   codeact::SandboxToolsOptions tools;  // sandbox_id is filled in by the workflow
   ActivityPolicies activities;
@@ -162,7 +162,8 @@ struct AgentOutputReply {
 
 // The reply of the "progress" query (both workflows), argument {since: n} or n.
 struct ProgressReply {
-  // Agent events (agent::to_json), and {"event_kind": "sandbox" | "files" | "message_rejected"}.
+  // Agent events (agent::to_json), and {"event_kind": "sandbox" | "files" | "message_rejected" |
+  // "cancelled"}.
   std::vector<Json> events;
   int64_t next = 0;  // the index to ask for next
   std::string status;
