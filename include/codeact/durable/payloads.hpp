@@ -273,7 +273,7 @@ struct ToolCallInput {
   AgentTarget target;
   std::string toolset = codeact::SandboxTools::kId;  // the toolset's id()
   agent::ToolCall call;
-  agent::RunContext ctx;  // executor, cancel and messages are not sent
+  agent::RunContext ctx;  // executor, cancel and messages are not sent (messages is null there)
   Json to_json() const;
   static core::Result<ToolCallInput> from_json(const Json& j);
 };
