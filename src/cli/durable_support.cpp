@@ -9,6 +9,7 @@
 #include "cli_context.hpp"
 #include "codeact/core/cancel.hpp"
 #include "codeact/core/config.hpp"
+#include "codeact/durable/durable_config.hpp"
 
 namespace codeact::cli {
 namespace {
@@ -36,13 +37,11 @@ std::string task_queue_of(const DurableFlags& flags) {
 }
 
 core::Result<durable::ActivityPolicies> activity_policies(const codeact::AgentBuilder& builder) {
-  const core::Json& raw = builder.config.raw;
-  if (!raw.is_object() || !raw.contains("durable") || !raw["durable"].is_object())
-    return durable::ActivityPolicies{};
-  auto p = durable::ActivityPolicies::from_json(raw["durable"].value("activities", core::Json()));
-  if (!p.ok())
-    return std::move(p).error().with_context("durable.activities in " + builder.config.source);
-  return p;
+  auto c = durable::DurableConfig::from_config(builder.config.raw);
+  if (!c.ok())
+    return std::move(c).error().with_context(
+        builder.config.source.empty() ? std::string("app_conf.yml") : builder.config.source);
+  return c->activities;
 }
 
 core::Result<std::unique_ptr<DurableSession>> open_session(const DurableFlags& flags,

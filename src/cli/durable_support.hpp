@@ -41,7 +41,8 @@ core::Result<std::unique_ptr<DurableSession>> open_session(const DurableFlags& f
                                                            const codeact::AgentBuilder& builder,
                                                            bool host_worker);
 
-// Activity options from app_conf.yml `durable.activities` (defaults when absent).
+// Activity options from app_conf.yml `durable.activities` (defaults when absent); the whole
+// `durable:` section is checked (durable::DurableConfig), an error names the file and the key.
 core::Result<durable::ActivityPolicies> activity_policies(const codeact::AgentBuilder& builder);
 
 // Shows new events of the workflow's "progress" query (a durable::ProgressReply) through `view`;

@@ -307,6 +307,14 @@ Result<ActivityPolicy> ActivityPolicy::from_json(const Json& j, ActivityPolicy p
   if (p.heartbeat_seconds < 0 || p.max_attempts < 0 || p.initial_retry_seconds <= 0)
     return core::invalid_argument(
         "heartbeat_seconds and max_attempts must be >= 0, initial_retry_seconds > 0");
+  for (auto [key, seconds] : {std::pair<const char*, double>{"start_to_close_seconds",
+                                                             p.start_to_close_seconds},
+                              {"heartbeat_seconds", p.heartbeat_seconds},
+                              {"initial_retry_seconds", p.initial_retry_seconds}}) {
+    if (seconds > kMaxPolicySeconds)
+      return core::invalid_argument(
+          fmt::format("{} must be at most {} (ten years), not {}", key, kMaxPolicySeconds, seconds));
+  }
   return p;
 }
 
@@ -493,6 +501,10 @@ Result<ChatInput> ChatInput::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.optional("max_turns_per_run", in.max_turns_per_run));
   if (in.idle_timeout_seconds <= 0 || in.max_turns_per_run <= 0)
     return core::invalid_argument("idle_timeout_seconds and max_turns_per_run must be positive");
+  if (in.idle_timeout_seconds > kMaxPolicySeconds)
+    return core::invalid_argument(fmt::format(
+        "idle_timeout_seconds must be at most {} (ten years), not {}", kMaxPolicySeconds,
+        in.idle_timeout_seconds));
   CODEACT_TRY(in.turns, turns_of(r));
   Json pending = Json::array();
   CODEACT_TRY_STATUS(r.optional("pending", pending));

@@ -1,6 +1,11 @@
 #include "codeact/durable/runner.hpp"
 
+#include <fmt/format.h>
+
+#include <cmath>
+
 #include "codeact/core/config.hpp"
+#include "codeact/durable/durable_config.hpp"
 #include "codeact/core/log.hpp"
 #include "codeact/sandbox/docker_client.hpp"
 #include "codeact/sandbox/sandbox_manager.hpp"
@@ -23,6 +28,19 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
                 codeact::AgentBuilder::load(options.prompts_path, options.config_path));
   }
   if (!options.model.empty()) r->env_->builder.model = options.model;
+  // Before connecting to anything: a misspelt key under `durable:` fails the worker at once.
+  auto durable_config = DurableConfig::from_config(r->env_->builder.config.raw);
+  if (!durable_config.ok())
+    return std::move(durable_config).error().with_context(r->env_->builder.config.source.empty()
+                                                             ? std::string("app_conf.yml")
+                                                             : r->env_->builder.config.source);
+  r->reap_interval_seconds_ =
+      options.reap_interval_seconds.value_or(durable_config->reap_interval_seconds);
+  if (!std::isfinite(r->reap_interval_seconds_) || r->reap_interval_seconds_ < 0 ||
+      r->reap_interval_seconds_ > kMaxPolicySeconds)
+    return core::invalid_argument(
+        fmt::format("reap_interval_seconds must be between 0 (no reaper) and {}, not {}",
+                    kMaxPolicySeconds, r->reap_interval_seconds_));
   r->env_->backend = options.backend;
   if (!r->env_->backend) {
     CODEACT_TRY(auto docker, sandbox::DockerClient::create());
@@ -50,11 +68,6 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
                       std::chrono::duration<double, std::milli>(st.processing_time).count());
   };
   r->worker_ = std::make_unique<temporal::Worker>(*r->client_, wo);
-  const core::Json& raw = r->env_->builder.config.raw;
-  r->reap_interval_seconds_ = options.reap_interval_seconds.value_or(
-      raw.is_object() && raw.contains("durable")
-          ? core::json_number(raw["durable"], "reap_interval_seconds", 60)
-          : 60);
   return r;
 }
 

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "codeact/core/time.hpp"
 #include "codeact/durable/activities.hpp"
 #include "codeact/durable/durable_agent.hpp"
@@ -44,8 +46,9 @@ class WorkflowActivityCaller final : public ActivityCaller {
  public:
   explicit WorkflowActivityCaller(WorkflowContext& ctx) : ctx_(ctx) {}
   agent::Task<Result<Json>> call(std::string activity, Json input, ActivityPolicy policy) override {
-    temporal::ActivityOptions o = activity_options(policy);
-    auto act = ctx_.execute_activity(activity, input, o);
+    Result<temporal::ActivityOptions> o = activity_options(policy);
+    if (!o.ok()) co_return std::move(o).error().with_context(activity);
+    auto act = ctx_.execute_activity(activity, input, *o);
     temporal::ActivityResult r = co_await act;
     if (!r.ok()) co_return r.failure().to_error();
     co_return std::move(r).value();
@@ -399,14 +402,23 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
 
 }  // namespace
 
-temporal::ActivityOptions activity_options(const ActivityPolicy& p) {
+core::Result<temporal::ActivityOptions> activity_options(const ActivityPolicy& p) {
   using std::chrono::milliseconds;
+  auto millis = [](const char* key, double seconds) -> Result<milliseconds> {
+    // Checked before the cast: a NaN or out-of-range double cast to an integer is undefined.
+    if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxPolicySeconds) {
+      return core::invalid_argument(fmt::format(
+          "activity option {} must be between 0 and {} seconds, not {}", key,
+          kMaxPolicySeconds, seconds));
+    }
+    return milliseconds(static_cast<int64_t>(seconds * 1000));
+  };
   temporal::ActivityOptions o;
-  o.start_to_close_timeout = milliseconds(static_cast<int64_t>(p.start_to_close_seconds * 1000));
-  if (p.heartbeat_seconds > 0)
-    o.heartbeat_timeout = milliseconds(static_cast<int64_t>(p.heartbeat_seconds * 1000));
+  CODEACT_TRY(o.start_to_close_timeout, millis("start_to_close_seconds", p.start_to_close_seconds));
+  CODEACT_TRY(auto heartbeat, millis("heartbeat_seconds", p.heartbeat_seconds));
+  if (heartbeat.count() > 0) o.heartbeat_timeout = heartbeat;
   temporal::RetryPolicy retry;
-  retry.initial_interval = milliseconds(static_cast<int64_t>(p.initial_retry_seconds * 1000));
+  CODEACT_TRY(retry.initial_interval, millis("initial_retry_seconds", p.initial_retry_seconds));
   retry.maximum_interval = std::max(retry.initial_interval, milliseconds(30000));
   retry.maximum_attempts = p.max_attempts;
   o.retry_policy = retry;

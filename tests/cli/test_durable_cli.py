@@ -603,3 +603,21 @@ def test_a_terminated_run_leaves_no_running_sandbox(cli, temporal_server, wid, c
     assert proc.returncode != 0 and "terminated" in err.lower(), err
     assert not running, "the sandbox of a terminated run is still running"
     assert volume_file(wid, "started") == "x"  # the volume is kept
+
+
+def test_a_misspelt_durable_key_in_app_conf_stops_worker_and_run_at_once_naming_it(cli, tmp_path):
+    # Before, durable.reap_interval_secs was ignored (the reaper ran every 60 s) and a string
+    # interval read as the default.
+    for text, says in [("durable:\n  reap_interval_secs: 1\n", 'durable: unknown key "reap_interval_secs"'),
+                       ("durable:\n  reap_interval_seconds: soon\n",
+                        'durable: "reap_interval_seconds" must be a number')]:
+        cfg = tmp_path / "app_conf.yml"
+        cfg.write_text(text)
+        started = time.time()
+        # 127.0.0.1:1 answers nothing: the error must come before any connection is tried.
+        p = cli("worker", "--temporal", "127.0.0.1:1", "--config", str(cfg), "--prompts", PROMPTS, timeout=60)
+        assert p.returncode != 0 and says in p.err and str(cfg) in p.err, p.err
+        assert time.time() - started < 20
+        p = cli("run", "--temporal", "127.0.0.1:1", "--config", str(cfg), "--prompts", PROMPTS, "--model",
+                "openai-compatible:x@http://127.0.0.1:1/v1", "task", timeout=60)
+        assert p.returncode != 0 and says in p.err and str(cfg) in p.err, p.err

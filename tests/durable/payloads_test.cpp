@@ -1,15 +1,19 @@
 // The typed payloads of the durable workflows and activities (payloads.hpp): one JSON mapping
 // each, strict (a misspelt or missing key, a wrong type: an error naming it), round trips, and
-// every payload the recorded histories hold read back by the typed readers.
+// every payload the recorded histories hold read back by the typed readers; the `durable:` section
+// of app_conf.yml, read the same way; numbers that would not fit read as errors.
 #include "codeact/durable/payloads.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "codeact/core/base64.hpp"
 #include "codeact/durable/activities.hpp"
+#include "codeact/durable/durable_config.hpp"
+#include "codeact/durable/workflows.hpp"
 
 namespace codeact::durable {
 namespace {
@@ -260,6 +264,66 @@ TEST(ValuePayloads, ToolResultsRunContextsAndToolInfosRoundTrip) {
   EXPECT_EQ(to_json(*back), to_json(ctx));
   EXPECT_NE(message_of(run_context_from_json(Json{{"run_step", "three"}}))
                 .find("\"run_step\" must be an integer"),
+            std::string::npos);
+}
+
+TEST(DurableConfigTest, TheDurableSectionIsReadStrictlyNamingTheKey) {
+  auto c = DurableConfig::from_config(Json::parse(R"({"durable": {"reap_interval_seconds": 5,
+      "activities": {"model": {"max_attempts": 2}}}, "llm": {}})"));
+  ASSERT_TRUE(c.ok()) << message_of(c);
+  EXPECT_EQ(c->reap_interval_seconds, 5);
+  EXPECT_EQ(c->activities.model.max_attempts, 2);
+  EXPECT_EQ(c->activities.tool.max_attempts, ActivityPolicies{}.tool.max_attempts);
+  EXPECT_EQ(DurableConfig::from_config(Json{{"llm", Json::object()}})->reap_interval_seconds, 60);
+  EXPECT_EQ(DurableConfig::from_config(Json{{"durable", nullptr}})->reap_interval_seconds, 60);
+  // Before, each of these was ignored and the default used.
+  EXPECT_NE(message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_secs", 1}}}}))
+                .find("durable: unknown key \"reap_interval_secs\""),
+            std::string::npos);
+  EXPECT_NE(message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_seconds", "1"}}}}))
+                .find("durable: \"reap_interval_seconds\" must be a number"),
+            std::string::npos);
+  EXPECT_NE(message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_seconds", -1}}}}))
+                .find("reap_interval_seconds"),
+            std::string::npos);
+  EXPECT_NE(message_of(DurableConfig::from_config(Json{{"durable", "yes"}}))
+                .find("durable: expected a JSON object"),
+            std::string::npos);
+  EXPECT_NE(message_of(DurableConfig::from_config(
+                           Json{{"durable", {{"activities", {{"model", {{"heartbeat", 1}}}}}}}}))
+                .find("unknown key \"heartbeat\""),
+            std::string::npos);
+}
+
+TEST(PayloadNumbers, HugeAndNonFiniteValuesAreErrorsNotUndefinedCasts) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  // An integer field given a float out of int64 range, a NaN, a fraction.
+  for (const Json& v : {Json(1e300), Json(-1e19), Json(9223372036854775808.0), Json(nan),
+                        Json(2.5), Json(18446744073709551615ull)}) {
+    EXPECT_NE(message_of(run_context_from_json(Json{{"run_step", v}})).find("\"run_step\" must be"),
+              std::string::npos)
+        << v.dump();
+  }
+  EXPECT_EQ(run_context_from_json(Json{{"run_step", 3.0}})->run_step, 3);
+  // usage_limits are int64: the largest float below 2^63 is read, 2^63 is not.
+  EXPECT_TRUE(usage_limits_from_json(Json{{"request_limit", 9223372036854774784.0}}).ok());
+  EXPECT_FALSE(usage_limits_from_json(Json{{"request_limit", 9223372036854775808.0}}).ok());
+  // Durations: finite and at most ten years, in the payload and in the options built from C++.
+  for (double seconds : {nan, inf, 1e300, kMaxPolicySeconds * 2}) {
+    EXPECT_FALSE(ActivityPolicy::from_json(Json{{"start_to_close_seconds", seconds}}, {}).ok())
+        << seconds;
+    ActivityPolicy p;
+    p.heartbeat_seconds = seconds;
+    auto o = activity_options(p);
+    ASSERT_FALSE(o.ok()) << seconds;
+    EXPECT_EQ(o.error().code(), core::Code::kInvalidArgument);
+    EXPECT_NE(o.error().message().find("heartbeat_seconds"), std::string::npos);
+  }
+  EXPECT_EQ(activity_options(ActivityPolicy{})->start_to_close_timeout,
+            std::chrono::milliseconds(600000));
+  EXPECT_NE(message_of(ChatInput::from_json(Json{{"idle_timeout_seconds", 1e300}}))
+                .find("idle_timeout_seconds must be at most"),
             std::string::npos);
 }
 

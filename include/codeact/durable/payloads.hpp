@@ -35,6 +35,11 @@ using core::Json;
 // ---------------------------------------------------------------------------------------------
 // Activity options (app_conf.yml `durable.activities`, and the workflow input's "activities")
 
+// The longest time an activity option (or a chat's idle timeout) may say: ten years. Larger
+// values, like NaN and infinities, are InvalidArgument errors, not overflowing timeouts.
+inline constexpr double kMaxPolicySeconds = 10.0 * 365 * 24 * 3600;
+
+// Every duration is in seconds, finite and at most kMaxPolicySeconds.
 struct ActivityPolicy {
   double start_to_close_seconds = 600;
   double heartbeat_seconds = 10;  // 0 = no heartbeat timeout

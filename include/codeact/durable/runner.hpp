@@ -6,7 +6,8 @@
 //   runner->wait();
 //
 // create() loads agent_prompts.yml and app_conf.yml (the usual search, or the given paths),
-// connects to Temporal (--temporal / temporal.url, else the embedded dev server, see
+// reads its `durable:` section strictly (durable_config.hpp: an unknown key or a wrong type is
+// an InvalidArgument error naming it, before anything is started), connects to Temporal (--temporal / temporal.url, else the embedded dev server, see
 // endpoint.hpp) and to Docker, and registers the three workflows and the codeact.* activities
 // (workflows.hpp) on the task queue. Models, API keys and MCP servers are read by this process
 // only. Thread-safe: shutdown() may be called from any thread (a signal-handling one).
@@ -40,7 +41,7 @@ struct WorkerRunnerOptions {
   // How often to look for sandboxes orphaned by terminated or timed-out runs (whose workflow code
   // never got to clean up): a running sandbox whose id is the id of a codeact workflow that ended
   // that way is stopped (its volume kept). 0 = never. Default: app_conf.yml
-  // durable.reap_interval_seconds, else 60.
+  // durable.reap_interval_seconds (durable_config.hpp), else 60.
   std::optional<double> reap_interval_seconds;
 };
 

@@ -77,7 +77,9 @@ void register_codeact(temporal::Worker& worker, std::shared_ptr<WorkerEnv> env);
 void register_codeact_workflows(temporal::Replayer& replayer);
 
 // The Temporal options of an activity with `policy` (timeouts, heartbeat, retries).
-temporal::ActivityOptions activity_options(const ActivityPolicy& policy);
+// InvalidArgument when a duration is not a finite number of seconds in [0, kMaxPolicySeconds]
+// (ActivityPolicy::from_json refuses those already; this guards policies built in C++).
+core::Result<temporal::ActivityOptions> activity_options(const ActivityPolicy& policy);
 
 // The workflows by name.
 std::vector<std::pair<std::string, temporal::WorkflowFunction>> workflow_functions();
