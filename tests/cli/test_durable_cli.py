@@ -402,7 +402,7 @@ def test_embedded_dev_server_is_started_once_and_reused(cli, tmp_path, wid):
     home = tmp_path / "home"
     cfg = tmp_path / "app_conf.yml"
     cfg.write_text(FAST_CONFIG)
-    from conftest import free_port
+    from dev_server import free_port
     env = {"CODEACT_HOME": str(home), "CODEACT_TEMPORAL_PORT": str(free_port())}
     model = ScriptedModel([{"content": "hello"}])
     pid_file = home / "temporal" / "pid"

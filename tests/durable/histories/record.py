@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ import uuid
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
 sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
+from dev_server import DevServer  # noqa: E402
 from scripted_model import ScriptedModel, python_turn  # noqa: E402
 
 PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
@@ -48,12 +48,6 @@ durable:
 def tool_turn(call_id, name, args):
     return {"content": None, "tool_calls": [{"id": call_id, "type": "function",
                                              "function": {"name": name, "arguments": json.dumps(args)}}]}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def log(msg):
@@ -118,20 +112,12 @@ class Recorder:
     # -- processes ------------------------------------------------------------------------------
 
     def start_server(self):
-        port = free_port()
-        self.address = f"127.0.0.1:{port}"
-        server_log = open(os.path.join(self.tmp, "temporal.log"), "w")
-        self.server = subprocess.Popen(
-            [self.temporal_bin, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
-             "--db-filename", os.path.join(self.tmp, "temporal.db"), "--log-level", "warn"],
-            stdout=server_log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.temporal("operator", "namespace", "describe", "--namespace", "default", check=False).returncode == 0:
-                log(f"dev server on {self.address}")
-                return
-            time.sleep(0.5)
-        raise Failed("the Temporal dev server did not come up (see " + server_log.name + ")")
+        self.server = DevServer(self.tmp, binary=self.temporal_bin)
+        try:
+            self.address = self.server.start()
+        except RuntimeError as e:
+            raise Failed(str(e))
+        log(f"dev server on {self.address}")
 
     def start_worker(self, default_model):
         argv = [self.codeact, "worker", "--temporal", self.address, "--task-queue", QUEUE, "--config", self.config,
@@ -151,8 +137,7 @@ class Recorder:
         for wid in self.workflow_ids:
             subprocess.run([self.codeact, "sandbox", "rm", wid, "--volume"], capture_output=True, env=self.env)
         if self.server:
-            self.server.kill()
-            self.server.wait()
+            self.server.stop()
         if keep_tmp:
             log(f"logs kept in {self.tmp}")
         else:
