@@ -307,13 +307,13 @@ Result<ActivityPolicy> ActivityPolicy::from_json(const Json& j, ActivityPolicy p
   if (p.heartbeat_seconds < 0 || p.max_attempts < 0 || p.initial_retry_seconds <= 0)
     return core::invalid_argument(
         "heartbeat_seconds and max_attempts must be >= 0, initial_retry_seconds > 0");
-  for (auto [key, seconds] : {std::pair<const char*, double>{"start_to_close_seconds",
-                                                             p.start_to_close_seconds},
-                              {"heartbeat_seconds", p.heartbeat_seconds},
-                              {"initial_retry_seconds", p.initial_retry_seconds}}) {
+  for (auto [key, seconds] :
+       {std::pair<const char*, double>{"start_to_close_seconds", p.start_to_close_seconds},
+        {"heartbeat_seconds", p.heartbeat_seconds},
+        {"initial_retry_seconds", p.initial_retry_seconds}}) {
     if (seconds > kMaxPolicySeconds)
-      return core::invalid_argument(
-          fmt::format("{} must be at most {} (ten years), not {}", key, kMaxPolicySeconds, seconds));
+      return core::invalid_argument(fmt::format("{} must be at most {} (ten years), not {}", key,
+                                                kMaxPolicySeconds, seconds));
   }
   return p;
 }
@@ -419,9 +419,8 @@ Result<ChatMessage> ChatMessage::from_json(const Json& j) {
     CODEACT_TRY_STATUS(r.finish());  // a misspelt "task" is named as such, not as a missing one
     CODEACT_TRY_STATUS(task);
   } else {
-    return core::invalid_argument(
-        fmt::format("a chat message must be a string or {{\"task\": ...}}, got {}",
-                    internal::preview_json(j)));
+    return core::invalid_argument(fmt::format(
+        "a chat message must be a string or {{\"task\": ...}}, got {}", internal::preview_json(j)));
   }
   if (m.task.empty()) return core::invalid_argument("a chat message must not be empty");
   return m;
@@ -502,14 +501,14 @@ Result<ChatInput> ChatInput::from_json(const Json& j) {
   if (in.idle_timeout_seconds <= 0 || in.max_turns_per_run <= 0)
     return core::invalid_argument("idle_timeout_seconds and max_turns_per_run must be positive");
   if (in.idle_timeout_seconds > kMaxPolicySeconds)
-    return core::invalid_argument(fmt::format(
-        "idle_timeout_seconds must be at most {} (ten years), not {}", kMaxPolicySeconds,
-        in.idle_timeout_seconds));
+    return core::invalid_argument(
+        fmt::format("idle_timeout_seconds must be at most {} (ten years), not {}",
+                    kMaxPolicySeconds, in.idle_timeout_seconds));
   CODEACT_TRY(in.turns, turns_of(r));
   Json pending = Json::array();
   CODEACT_TRY_STATUS(r.optional("pending", pending));
-  CODEACT_TRY(auto messages, list_of<ChatMessage>(pending, "the chat input: \"pending\"",
-                                                  ChatMessage::from_json));
+  CODEACT_TRY(auto messages,
+              list_of<ChatMessage>(pending, "the chat input: \"pending\"", ChatMessage::from_json));
   for (auto& m : messages) in.pending.push_back(std::move(m.task));
   CODEACT_TRY_STATUS(r.optional("sandbox_started", in.sandbox_started));
   CODEACT_TRY_STATUS(r.optional("runs", in.runs));
@@ -518,8 +517,8 @@ Result<ChatInput> ChatInput::from_json(const Json& j) {
 }
 
 Json ChatOutput::to_json() const {
-  Json j{{"turns", turns_json(turns)}, {"sandbox_id", sandbox_id}, {"reason", reason},
-         {"runs", runs}};
+  Json j{
+      {"turns", turns_json(turns)}, {"sandbox_id", sandbox_id}, {"reason", reason}, {"runs", runs}};
   if (!warning.empty()) j["warning"] = warning;
   return j;
 }
@@ -572,9 +571,8 @@ Result<AgentOutputReply> AgentOutputReply::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.optional("sandbox_id", o.sandbox_id));
   Json rejected = Json::array();
   CODEACT_TRY_STATUS(r.optional("rejected", rejected));
-  CODEACT_TRY(o.rejected,
-              list_of<RejectedMessage>(rejected, "the agent_output reply: \"rejected\"",
-                                       RejectedMessage::from_json));
+  CODEACT_TRY(o.rejected, list_of<RejectedMessage>(rejected, "the agent_output reply: \"rejected\"",
+                                                   RejectedMessage::from_json));
   CODEACT_TRY_STATUS(r.finish());
   return o;
 }

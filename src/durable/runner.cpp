@@ -8,11 +8,11 @@
 #include <utility>
 
 #include "codeact/core/config.hpp"
-#include "codeact/durable/durable_config.hpp"
-#include "reaper.hpp"
 #include "codeact/core/log.hpp"
+#include "codeact/durable/durable_config.hpp"
 #include "codeact/sandbox/docker_client.hpp"
 #include "codeact/sandbox/sandbox_manager.hpp"
+#include "reaper.hpp"
 
 namespace codeact::durable {
 
@@ -29,7 +29,7 @@ struct CodeActWorkerRunner::Impl {
   std::unique_ptr<temporal::Worker> worker;
   double reap_interval_seconds = 60;
   std::mutex mu;
-  bool started = false;                    // GUARDED_BY(mu)
+  bool started = false;                      // GUARDED_BY(mu)
   std::unique_ptr<internal::Reaper> reaper;  // GUARDED_BY(mu)
 };
 
@@ -49,9 +49,10 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
   // Before connecting to anything: a misspelt key under `durable:` fails the worker at once.
   auto durable_config = DurableConfig::from_config(r->env->builder.config.raw);
   if (!durable_config.ok())
-    return std::move(durable_config).error().with_context(r->env->builder.config.source.empty()
-                                                             ? std::string("app_conf.yml")
-                                                             : r->env->builder.config.source);
+    return std::move(durable_config)
+        .error()
+        .with_context(r->env->builder.config.source.empty() ? std::string("app_conf.yml")
+                                                            : r->env->builder.config.source);
   r->reap_interval_seconds =
       options.reap_interval_seconds.value_or(durable_config->reap_interval_seconds);
   if (!std::isfinite(r->reap_interval_seconds) || r->reap_interval_seconds < 0 ||

@@ -14,10 +14,10 @@
 
 #include <cmath>
 
+#include "codeact/core/log.hpp"
 #include "codeact/core/time.hpp"
 #include "codeact/durable/activities.hpp"
 #include "codeact/durable/durable_agent.hpp"
-#include "codeact/core/log.hpp"
 #include "codeact/temporal/workflow.hpp"
 #include "payload_reader.hpp"
 
@@ -197,9 +197,9 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
   RunView& view = *shared_view;
   view.sandbox_id = sandbox_id;
   view.run_id = ctx.info().run_id;
-  ctx.set_query_handler(
-      kProgressQuery,
-      [shared_view](const temporal::Args& a) { return shared_view->progress(a).to_json(); });
+  ctx.set_query_handler(kProgressQuery, [shared_view](const temporal::Args& a) {
+    return shared_view->progress(a).to_json();
+  });
 
   WorkflowActivityCaller caller(ctx);
   ActivityRunSteps steps(caller, target_of(in), in.activities);
@@ -407,9 +407,9 @@ core::Result<temporal::ActivityOptions> activity_options(const ActivityPolicy& p
   auto millis = [](const char* key, double seconds) -> Result<milliseconds> {
     // Checked before the cast: a NaN or out-of-range double cast to an integer is undefined.
     if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxPolicySeconds) {
-      return core::invalid_argument(fmt::format(
-          "activity option {} must be between 0 and {} seconds, not {}", key,
-          kMaxPolicySeconds, seconds));
+      return core::invalid_argument(
+          fmt::format("activity option {} must be between 0 and {} seconds, not {}", key,
+                      kMaxPolicySeconds, seconds));
     }
     return milliseconds(static_cast<int64_t>(seconds * 1000));
   };

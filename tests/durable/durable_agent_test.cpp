@@ -208,8 +208,8 @@ class ShiftyToolset final : public agent::Toolset {
             return agent::ToolOutcome{agent::ToolReturn{"noted", std::nullopt}};
           });
     };
-    first_ = std::make_shared<agent::FunctionToolset>(std::vector<agent::Tool>{tool("tick")},
-                                                      "shifty");
+    first_ =
+        std::make_shared<agent::FunctionToolset>(std::vector<agent::Tool>{tool("tick")}, "shifty");
     later_ = std::make_shared<agent::FunctionToolset>(
         std::vector<agent::Tool>{tool("tick"), tool("tock")}, "shifty");
   }

@@ -108,7 +108,8 @@ TEST(ChatPayloads, TurnsRepliesAndTheResultKeepTheirShapeAndRefuseMalformedValue
                       {"output", "15"},
                       {"files", {"/output/a.txt"}},
                       {"usage", {{"requests", 2}}}};
-  const Json failed{{"task", "x"}, {"output", nullptr}, {"files", Json::array()}, {"error", "boom"}};
+  const Json failed{
+      {"task", "x"}, {"output", nullptr}, {"files", Json::array()}, {"error", "boom"}};
   for (const Json& j : {answered, failed}) {
     auto t = ChatTurn::from_json(j);
     ASSERT_TRUE(t.ok()) << message_of(t);
@@ -140,10 +141,8 @@ TEST(ChatPayloads, TurnsRepliesAndTheResultKeepTheirShapeAndRefuseMalformedValue
   out.sandbox_id = "s";
   out.reason = "stopped";
   out.runs = 2;
-  EXPECT_EQ(out.to_json(), (Json{{"turns", {answered}},
-                                 {"sandbox_id", "s"},
-                                 {"reason", "stopped"},
-                                 {"runs", 2}}));
+  EXPECT_EQ(out.to_json(),
+            (Json{{"turns", {answered}}, {"sandbox_id", "s"}, {"reason", "stopped"}, {"runs", 2}}));
   EXPECT_EQ(ChatOutput::from_json(out.to_json())->to_json(), out.to_json());
   EXPECT_NE(message_of(ChatOutput::from_json(Json{{"turns", Json::array()}}))
                 .find("\"reason\" is required"),
@@ -280,12 +279,14 @@ TEST(DurableConfigTest, TheDurableSectionIsReadStrictlyNamingTheKey) {
   EXPECT_NE(message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_secs", 1}}}}))
                 .find("durable: unknown key \"reap_interval_secs\""),
             std::string::npos);
-  EXPECT_NE(message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_seconds", "1"}}}}))
-                .find("durable: \"reap_interval_seconds\" must be a number"),
-            std::string::npos);
-  EXPECT_NE(message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_seconds", -1}}}}))
-                .find("reap_interval_seconds"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_seconds", "1"}}}}))
+          .find("durable: \"reap_interval_seconds\" must be a number"),
+      std::string::npos);
+  EXPECT_NE(
+      message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_seconds", -1}}}}))
+          .find("reap_interval_seconds"),
+      std::string::npos);
   EXPECT_NE(message_of(DurableConfig::from_config(Json{{"durable", "yes"}}))
                 .find("durable: expected a JSON object"),
             std::string::npos);
@@ -299,8 +300,8 @@ TEST(PayloadNumbers, HugeAndNonFiniteValuesAreErrorsNotUndefinedCasts) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   // An integer field given a float out of int64 range, a NaN, a fraction.
-  for (const Json& v : {Json(1e300), Json(-1e19), Json(9223372036854775808.0), Json(nan),
-                        Json(2.5), Json(18446744073709551615ull)}) {
+  for (const Json& v : {Json(1e300), Json(-1e19), Json(9223372036854775808.0), Json(nan), Json(2.5),
+                        Json(18446744073709551615ull)}) {
     EXPECT_NE(message_of(run_context_from_json(Json{{"run_step", v}})).find("\"run_step\" must be"),
               std::string::npos)
         << v.dump();
@@ -413,11 +414,10 @@ TEST(RecordedPayloads, EveryInputAndResultOfTheRecordedRunsIsRead) {
       } else if (type == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED") {
         const Json& a = e["workflowExecutionCompletedEventAttributes"];
         Json result = decode(a["result"]["payloads"][0]);
-        core::Status read = workflow == "CodeActChatWorkflow"
-                                ? status_of(ChatOutput::from_json(result))
-                            : workflow == "CodeActTaskWorkflow"
-                                ? status_of(TaskOutput::from_json(result))
-                                : core::ok_status();
+        core::Status read =
+            workflow == "CodeActChatWorkflow"   ? status_of(ChatOutput::from_json(result))
+            : workflow == "CodeActTaskWorkflow" ? status_of(TaskOutput::from_json(result))
+                                                : core::ok_status();
         EXPECT_TRUE(read.ok()) << where << ": " << message_of(read);
         ++ends;
       }

@@ -75,7 +75,7 @@ struct TaskInput {
   std::vector<std::string> mcp_servers;
   bool network = false;
   std::string disk;           // the sandbox's disk limit ("10g", "none"); "" = the worker's default
-  bool keep_sandbox = false;   // leave container and volume as they are at the end (wins)
+  bool keep_sandbox = false;  // leave container and volume as they are at the end (wins)
   bool remove_volume = false;  // remove the container and its volume at the end
   std::optional<agent::UsageLimits> usage_limits;
   codeact::SandboxToolsOptions tools;  // sandbox_id is filled in by the workflow
