@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from scripted_model import ScriptedModel, python_turn
+from worker_process import WorkerProcess
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
@@ -47,33 +48,12 @@ def wid(cli):
     cli("sandbox", "rm", w, "--volume")
 
 
-class Worker:
-    """A `codeact worker` process that can be SIGKILLed and started again."""
+class Worker(WorkerProcess):
+    """A `codeact worker` on `queue` that can be SIGKILLed and started again."""
 
     def __init__(self, cli, address, queue, config, env=None):
-        self.argv = [cli.bin, "worker", "--temporal", address, "--task-queue", queue, "--config", config,
-                     "--prompts", PROMPTS]
-        self.env = dict(os.environ, **(env or {}))
-        self.proc = None
-        self.kills = 0
-
-    def start(self):
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env)
-        return self
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        self.kills += 1
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        super().__init__([cli.bin, "worker", "--temporal", address, "--task-queue", queue, "--config", config,
+                          "--prompts", PROMPTS], dict(os.environ, **(env or {})))
 
 
 @pytest.fixture

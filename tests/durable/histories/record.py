@@ -28,6 +28,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
 sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
 from dev_server import DevServer  # noqa: E402
 from scripted_model import ScriptedModel, python_turn  # noqa: E402
+from worker_process import WorkerProcess  # noqa: E402
 
 PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
 DUMMY_KEY = "dummy-key-not-a-secret"
@@ -63,28 +64,11 @@ def expect(cond, what):
         raise Failed(what)
 
 
-class Worker:
-    """One `codeact worker` process on QUEUE; SIGKILLed and started again on purpose."""
-
-    def __init__(self, argv, env):
-        self.argv, self.env, self.proc, self.log = argv, env, None, None
+class Worker(WorkerProcess):
+    """One `codeact worker` process on QUEUE, its output appended to a log file."""
 
     def start(self, log_path):
-        self.log = open(log_path, "ab")
-        self.proc = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        return super().start(stdout=open(log_path, "ab"), stderr=subprocess.STDOUT)
 
 
 class Recorder:
