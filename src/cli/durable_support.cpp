@@ -9,6 +9,7 @@
 #include "cli_context.hpp"
 #include "codeact/core/cancel.hpp"
 #include "codeact/core/config.hpp"
+#include "codeact/durable/durable_config.hpp"
 
 namespace codeact::cli {
 namespace {
@@ -36,13 +37,11 @@ std::string task_queue_of(const DurableFlags& flags) {
 }
 
 core::Result<durable::ActivityPolicies> activity_policies(const codeact::AgentBuilder& builder) {
-  const core::Json& raw = builder.config.raw;
-  if (!raw.is_object() || !raw.contains("durable") || !raw["durable"].is_object())
-    return durable::ActivityPolicies{};
-  auto p = durable::ActivityPolicies::from_json(raw["durable"].value("activities", core::Json()));
-  if (!p.ok())
-    return std::move(p).error().with_context("durable.activities in " + builder.config.source);
-  return p;
+  auto c = durable::DurableConfig::from_config(builder.config.raw);
+  if (!c.ok())
+    return std::move(c).error().with_context(
+        builder.config.source.empty() ? std::string("app_conf.yml") : builder.config.source);
+  return c->activities;
 }
 
 core::Result<std::unique_ptr<DurableSession>> open_session(const DurableFlags& flags,
@@ -87,18 +86,22 @@ bool ProgressFollower::poll() {
   auto r = client_.query_workflow(workflow_id_, "", durable::kProgressQuery,
                                   temporal::Args{core::Json{{"since", next_}}});
   if (!r.ok()) return false;
-  if (!r->is_object()) return false;
+  auto reply = durable::ProgressReply::from_json(*r);
+  if (!reply.ok()) {
+    if (!said_malformed_) std::cerr << "[codeact] " << reply.error().message() << "\n";
+    said_malformed_ = true;
+    return false;
+  }
   // A chat continued as new: its events start again at 0.
-  const std::string run = core::json_string(*r, "run_id");
-  if (!run_.empty() && run != run_) {
-    run_ = run;
+  if (!run_.empty() && reply->run_id != run_) {
+    run_ = reply->run_id;
     next_ = 0;
     return poll();
   }
-  run_ = run;
-  for (const auto& e : r->value("events", core::Json::array())) view_.show_json(e);
-  next_ = static_cast<size_t>(core::json_int(*r, "next", static_cast<int64_t>(next_)));
-  status_ = core::json_string(*r, "status");
+  run_ = reply->run_id;
+  for (const auto& e : reply->events) view_.show_json(e);
+  next_ = static_cast<size_t>(reply->next);
+  status_ = reply->status;
   return true;
 }
 

@@ -41,11 +41,13 @@ core::Result<std::unique_ptr<DurableSession>> open_session(const DurableFlags& f
                                                            const codeact::AgentBuilder& builder,
                                                            bool host_worker);
 
-// Activity options from app_conf.yml `durable.activities` (defaults when absent).
+// Activity options from app_conf.yml `durable.activities` (defaults when absent); the whole
+// `durable:` section is checked (durable::DurableConfig), an error names the file and the key.
 core::Result<durable::ActivityPolicies> activity_policies(const codeact::AgentBuilder& builder);
 
-// Shows new events of the workflow's "progress" query through `view`; returns false when the
-// query failed (no worker yet, for instance) — callers just try again later.
+// Shows new events of the workflow's "progress" query (a durable::ProgressReply) through `view`;
+// returns false when the query failed (no worker yet, for instance) or its reply was malformed
+// (said once on stderr) — callers just try again later.
 class ProgressFollower {
  public:
   ProgressFollower(temporal::Client& client, std::string workflow_id, LiveView& view)
@@ -60,6 +62,7 @@ class ProgressFollower {
   size_t next_ = 0;
   std::string run_;  // the workflow run the events belong to
   std::string status_;
+  bool said_malformed_ = false;  // a reply that is not a ProgressReply was reported
 };
 
 // "codeact: <message>" and the exit status for a failed workflow.

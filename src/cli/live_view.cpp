@@ -46,6 +46,13 @@ void LiveView::show_json(const core::Json& j) {
     out_ << fmt::format("── sandbox {}{}\n", core::json_string(j, "sandbox_id"),
                         core::json_bool(j, "resumed") ? " (resumed with its state)" : "");
     out_.flush();
+  } else if (kind == "cancelled") {
+    out_ << "── " << core::json_string(j, "message") << "\n";
+    out_.flush();
+  } else if (kind == "message_rejected") {
+    out_ << fmt::format("── a message was rejected: {} (sent: {})\n", core::json_string(j, "error"),
+                        core::json_string(j, "sent"));
+    out_.flush();
   }
 }
 

@@ -141,8 +141,8 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder,
     if (interrupted() && !cancel_sent) {
       cancel_sent = true;
       std::cerr
-          << "\n[codeact] cancelling the run (the sandbox is cleaned up; Ctrl-C again to leave it "
-             "running in the background)\n";
+          << "\n[codeact] cancelling the run (what becomes of its sandbox is said when it ends; "
+             "Ctrl-C again to leave it running in the background)\n";
       auto s =
           client.cancel_workflow(workflow_id, started->run_id, "interrupted from the command line");
       if (!s.ok()) std::cerr << "[codeact] could not cancel: " << s.error().message() << "\n";

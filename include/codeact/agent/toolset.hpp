@@ -55,7 +55,9 @@ struct RunContext {
   // Not serialized:
   Executor* executor = nullptr;  // where to resume after blocking work (null = inline)
   const core::CancelToken* cancel = nullptr;
-  const std::vector<llm::ModelMessage>* messages = nullptr;  // the conversation so far
+  // The conversation so far. Null in a durable tool call (the codeact.tool_call activity does
+  // not carry the conversation; durable/durable_agent.hpp); set for the instructions.
+  const std::vector<llm::ModelMessage>* messages = nullptr;
 };
 
 struct ToolReturn {
@@ -93,9 +95,12 @@ struct ToolCall {
 class Toolset {
  public:
   virtual ~Toolset() = default;
-  // A stable id (used by the durable layer to name activities); unique among an agent's toolsets.
+  // A stable id, unique among an agent's toolsets: the durable layer routes each codeact.tool_call
+  // activity to the toolset with this id on the worker.
   virtual std::string id() const = 0;
-  // The tools available for this run step.
+  // The tools available for this run step. In durable mode it is called once per run, when the
+  // agent is prepared (codeact.agent_prepare), and that list serves every step
+  // (durable/durable_agent.hpp).
   virtual Task<core::Result<std::vector<ToolInfo>>> get_tools(const RunContext& ctx) = 0;
   // Runs one call. REQUIRES: call.tool_name was listed by get_tools for this step.
   // `ctx.tool_name`, `tool_call_id`, `retry`, `max_retries` describe this call.

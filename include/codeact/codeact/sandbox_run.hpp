@@ -5,8 +5,9 @@
 //              remove_volume) and return the error, with the cleanup's own if it failed too
 //   prepare()  bind the agent to it (system prompt rendered from the sandbox's variables)
 //   turn()     list /output, run the agent on a task, list /output again: the files produced
-//   close()    stop it (after a success), remove its container (after a failure or a cancel,
-//              the volume too with remove_volume), or leave it running (keep_sandbox)
+//   close()    end it as SandboxPlan::end says: stop the container after a success, remove it
+//              after a failure or a cancel; with remove_volume remove container and volume
+//              whatever the outcome; with keep_sandbox (which wins) leave both as they are
 //
 // A task run is open, prepare, one turn, close (run_task_in_sandbox); a chat opens once, prepares
 // once, takes a turn per message and closes at the end. The steps' effects go through RunSteps:

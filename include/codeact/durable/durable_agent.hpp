@@ -9,6 +9,18 @@
 //                    the worker listed for that toolset, and each call is a codeact.tool_call
 //                    activity routed to the toolset with that id. Any toolset, not just the
 //                    sandbox's.
+//
+// The contract a toolset gets in durable mode (it differs from direct mode in two ways):
+//   - Its tools are listed ONCE per workflow run, by codeact.agent_prepare, and that list serves
+//     every step (a chat lists them again after each continue-as-new). A toolset whose tools
+//     change during a run is not asked again: a tool it no longer has is refused on the worker
+//     and goes back to the model as a retry prompt ("unknown tool ..."), a tool it gained is not
+//     offered. Listing per step would schedule one more activity per step (new commands in
+//     every workflow history).
+//   - call_tool's RunContext is the step's (deps, run id and step, usage, prompt, the call's
+//     name, id and retries) without executor, cancel and messages: ctx.messages is null, as
+//     shipping the conversation with every call would make each step's payload as large as its
+//     model request. A toolset that needs the conversation runs in direct mode only.
 //   ActivityRunSteps the steps of codeact::SandboxRun as activities (codeact.sandbox_start,
 //                    codeact.sandbox_files, codeact.sandbox_finish, codeact.agent_prepare); its
 //                    prepare step builds the agent::Agent from what the worker's binding reported
@@ -68,7 +80,7 @@ class DurableToolset final : public agent::Toolset {
   DurableToolset(ActivityCaller& caller, AgentTarget target, ToolsetListing listing,
                  ActivityPolicy policy);
   std::string id() const override { return listing_.id; }
-  // The tools the worker listed when the agent was prepared (a run's tools do not change).
+  // The tools the worker listed when the agent was prepared (see the contract above).
   agent::Task<core::Result<std::vector<agent::ToolInfo>>> get_tools(
       const agent::RunContext& ctx) override;
   agent::Task<agent::ToolResult> call_tool(const agent::ToolCall& call,

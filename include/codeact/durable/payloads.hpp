@@ -35,6 +35,11 @@ using core::Json;
 // ---------------------------------------------------------------------------------------------
 // Activity options (app_conf.yml `durable.activities`, and the workflow input's "activities")
 
+// The longest time an activity option (or a chat's idle timeout) may say: ten years. Larger
+// values, like NaN and infinities, are InvalidArgument errors, not overflowing timeouts.
+inline constexpr double kMaxPolicySeconds = 10.0 * 365 * 24 * 3600;
+
+// Every duration is in seconds, finite and at most kMaxPolicySeconds.
 struct ActivityPolicy {
   double start_to_close_seconds = 600;
   double heartbeat_seconds = 10;  // 0 = no heartbeat timeout
@@ -70,8 +75,8 @@ struct TaskInput {
   std::vector<std::string> mcp_servers;
   bool network = false;
   std::string disk;           // the sandbox's disk limit ("10g", "none"); "" = the worker's default
-  bool keep_sandbox = false;  // leave the container running at the end
-  bool remove_volume = false;  // remove the volume at the end
+  bool keep_sandbox = false;  // leave container and volume as they are at the end (wins)
+  bool remove_volume = false;  // remove the container and its volume at the end
   std::optional<agent::UsageLimits> usage_limits;
   codeact::SandboxToolsOptions tools;  // sandbox_id is filled in by the workflow
   ActivityPolicies activities;
@@ -96,23 +101,82 @@ struct TaskOutput {
   static core::Result<TaskOutput> from_json(const Json& j);
 };
 
+// One answered message of a chat: {task, output, files, usage} when the agent answered,
+// {task, output: null, files, error} when its run failed.
+struct ChatTurn {
+  std::string task;
+  std::optional<std::string> output;  // unset when the run failed
+  std::vector<std::string> files;     // produced while answering (sandbox paths under /output)
+  Json usage = Json::object();        // requests, tokens, tool_calls; written when answered
+  std::optional<std::string> error;   // why the run failed
+  Json to_json() const;
+  static core::Result<ChatTurn> from_json(const Json& j);
+};
+
+// A message for a chat: the send_user_task signal's argument, a string or {"task": ...}
+// (to_json writes the string). from_json refuses an empty task.
+struct ChatMessage {
+  std::string task;
+  Json to_json() const;
+  static core::Result<ChatMessage> from_json(const Json& j);
+};
+
 struct ChatInput {
   TaskInput base;  // everything but task; base.task is unused
   double idle_timeout_seconds = 3600;
   int max_turns_per_run = 20;
   // Carried across continue-as-new:
-  Json turns =
-      Json::array();  // [{task, output, files, usage} | {task, output: null, files, error}]
+  std::vector<ChatTurn> turns;
   std::vector<std::string> pending;  // messages received, not yet answered
   bool sandbox_started = false;
   int runs = 1;  // workflow runs of this chat so far (1 + continue-as-new count)
   Json to_json() const;
-  // null is a chat with defaults. "pending" items are messages: a string or {"task": ...}.
+  // null is a chat with defaults. "pending" items are messages (ChatMessage).
   static core::Result<ChatInput> from_json(const Json& j);
 };
 
-// A message for a chat (the send_user_task signal's argument): a string or {"task": ...}.
-core::Result<std::string> chat_message_from_json(const Json& j);
+// The result of CodeActChatWorkflow.
+struct ChatOutput {
+  std::vector<ChatTurn> turns;
+  std::string sandbox_id;
+  std::string reason;  // "stopped" | "idle"
+  int runs = 1;
+  std::string warning;  // "" = none; e.g. stopping the sandbox at the end failed
+  Json to_json() const;
+  static core::Result<ChatOutput> from_json(const Json& j);
+};
+
+// A send_user_task signal that was not a message, as the chat reports it.
+struct RejectedMessage {
+  std::string sent;  // what was sent, as JSON cut to 60 characters
+  std::string error;
+  Json to_json() const;
+  static core::Result<RejectedMessage> from_json(const Json& j);
+};
+
+// The reply of the chat's "agent_output" query.
+struct AgentOutputReply {
+  std::vector<ChatTurn> turns;
+  int64_t pending = 0;  // messages queued, not yet answered
+  std::string status;   // "starting" | "idle" | "running" | "finishing" | a reason
+  std::string sandbox_id;
+  std::vector<RejectedMessage> rejected;  // this workflow run's malformed messages
+  Json to_json() const;
+  static core::Result<AgentOutputReply> from_json(const Json& j);
+};
+
+// The reply of the "progress" query (both workflows), argument {since: n} or n.
+struct ProgressReply {
+  // Agent events (agent::to_json), and {"event_kind": "sandbox" | "files" | "message_rejected" |
+  // "cancelled"}.
+  std::vector<Json> events;
+  int64_t next = 0;  // the index to ask for next
+  std::string status;
+  std::string sandbox_id;
+  std::string run_id;  // the workflow run: `next` restarts at 0 after a continue-as-new
+  Json to_json() const;
+  static core::Result<ProgressReply> from_json(const Json& j);
+};
 
 // ---------------------------------------------------------------------------------------------
 // Activity payloads
@@ -214,7 +278,7 @@ struct ToolCallInput {
   AgentTarget target;
   std::string toolset = codeact::SandboxTools::kId;  // the toolset's id()
   agent::ToolCall call;
-  agent::RunContext ctx;  // executor, cancel and messages are not sent
+  agent::RunContext ctx;  // executor, cancel and messages are not sent (messages is null there)
   Json to_json() const;
   static core::Result<ToolCallInput> from_json(const Json& j);
 };

@@ -6,21 +6,19 @@
 //   runner->wait();
 //
 // create() loads agent_prompts.yml and app_conf.yml (the usual search, or the given paths),
-// connects to Temporal (--temporal / temporal.url, else the embedded dev server, see
-// endpoint.hpp) and to Docker, and registers the three workflows and the codeact.* activities
+// reads its `durable:` section strictly (durable_config.hpp: an unknown key or a wrong type is
+// an InvalidArgument error naming it, before anything is started), connects to Temporal
+// (--temporal / temporal.url, else the embedded dev server, see endpoint.hpp) and to Docker,
+// and registers the three workflows and the codeact.* activities
 // (workflows.hpp) on the task queue. Models, API keys and MCP servers are read by this process
 // only. Thread-safe: shutdown() may be called from any thread (a signal-handling one).
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "codeact/durable/endpoint.hpp"
 #include "codeact/durable/workflows.hpp"
@@ -40,54 +38,37 @@ struct WorkerRunnerOptions {
   // How often to look for sandboxes orphaned by terminated or timed-out runs (whose workflow code
   // never got to clean up): a running sandbox whose id is the id of a codeact workflow that ended
   // that way is stopped (its volume kept). 0 = never. Default: app_conf.yml
-  // durable.reap_interval_seconds, else 60.
+  // durable.reap_interval_seconds (durable_config.hpp), else 60.
   std::optional<double> reap_interval_seconds;
 };
 
 class CodeActWorkerRunner {
  public:
   static core::Result<std::unique_ptr<CodeActWorkerRunner>> create(WorkerRunnerOptions options);
-  ~CodeActWorkerRunner();
+  ~CodeActWorkerRunner();  // shutdown() with a 5 s deadline
 
   // Registers an agent defined in C++ under its name. REQUIRES: before start().
   CodeActWorkerRunner& add_agent(std::shared_ptr<codeact::CodeActAgent> agent);
 
+  // Starts polling the task queue, and the reaper unless its interval is 0.
   core::Status start();
+  // Blocks until the worker has stopped (shutdown() from another thread).
   void wait();
+  // Stops the reaper and the worker; running activities get until `deadline`. Idempotent.
   void shutdown(std::chrono::milliseconds deadline = std::chrono::seconds(30));
 
-  const TemporalEndpoint& endpoint() const { return endpoint_; }
-  const std::string& task_queue() const { return task_queue_; }
-  temporal::Client& client() { return *client_; }
-  const WorkerEnv& env() const { return *env_; }
+  const TemporalEndpoint& endpoint() const;
+  const std::string& task_queue() const;
+  temporal::Client& client();
+  const WorkerEnv& env() const;
 
  private:
-  CodeActWorkerRunner() = default;
-  TemporalEndpoint endpoint_;
-  std::string task_queue_;
-  std::optional<temporal::Client> client_;
-  std::shared_ptr<WorkerEnv> env_;
-  std::unique_ptr<temporal::Worker> worker_;
-  std::atomic<bool> started_{false};
-  double reap_interval_seconds_ = 60;
-  std::thread reaper_;
-  std::mutex reaper_mu_;
-  std::condition_variable reaper_cv_;
-  bool reaper_stop_ = false;  // GUARDED_BY(reaper_mu_)
+  struct Impl;
+  explicit CodeActWorkerRunner(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 // $TASK_QUEUE, else "codeact".
 std::string default_task_queue();
-
-// What one pass of the reaper did: the sandboxes it stopped, and what went wrong (listing the
-// sandboxes, asking Temporal about a workflow, stopping a sandbox), each saying which sandbox.
-struct ReapResult {
-  std::vector<std::string> stopped;
-  std::vector<std::string> problems;
-};
-
-// One pass of the reaper (see WorkerRunnerOptions::reap_interval_seconds). The runner's loop
-// logs each problem as a warning.
-ReapResult reap_orphaned_sandboxes(temporal::Client& client, sandbox::SandboxBackend& backend);
 
 }  // namespace codeact::durable

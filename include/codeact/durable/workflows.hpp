@@ -5,17 +5,21 @@
 // Workflows (names, signals and queries are stable: any Temporal client can drive them):
 //   CodeActTaskWorkflow(TaskInput) -> TaskOutput
 //       the codeact::SandboxRun of one task: start (or resume) the sandbox -> bind the agent ->
-//       run the task -> stop the sandbox. On failure or cancellation the sandbox's container is
-//       removed (its volume is kept unless remove_volume) and the run fails (or is cancelled)
-//       with the error, and the cleanup's if it failed too; a success whose cleanup failed says
-//       so in TaskOutput::warning. Query "progress" {since: n} -> {events: [...], next, status}.
-//   CodeActChatWorkflow(ChatInput) -> {turns: [...], sandbox_id, reason, runs, warning?}
-//       one sandbox for a conversation. Signal "send_user_task" (a string, or {"task": ...})
-//       queues a message; signal "stop_chat" ends the chat after the current message. Query
-//       "agent_output" -> {turns: [{task, output, files, error?}], pending, status, sandbox_id};
-//       "progress" as above. Ends after idle_timeout_seconds without a message. Continues as new
+//       run the task -> end the sandbox as codeact::SandboxPlan::end says (stopped after a
+//       success, its container removed after a failure or cancellation; container and volume
+//       removed with remove_volume; both left alone with keep_sandbox). A failed run fails (or is
+//       cancelled) with the error, and the cleanup's if it failed too; a cancel says what became
+//       of the sandbox in a last "cancelled" progress event; a success whose cleanup failed
+//       says so in TaskOutput::warning. Query "progress" {since: n} -> ProgressReply.
+//   CodeActChatWorkflow(ChatInput) -> ChatOutput {turns, sandbox_id, reason, runs, warning?}
+//       one sandbox for a conversation. Signal "send_user_task" (ChatMessage: a string, or
+//       {"task": ...}) queues a message; one that is not a message is logged and reported (in
+//       "agent_output".rejected and a "message_rejected" progress event), never failing the
+//       workflow task. Signal "stop_chat" ends the chat after the current message. Query
+//       "agent_output" -> AgentOutputReply; "progress" as above. Ends after
+//       idle_timeout_seconds without a message. Continues as new
 //       (carrying the conversation, the turns and queued messages) when the server suggests it
-//       or after max_turns_per_run messages, so a chat can run for ever.
+//       or after max_turns_per_run messages, so a long chat keeps a bounded history.
 //   SimpleAgentWorkflow(user_task: str) -> str   the seed's workflow: a task run with defaults.
 //
 // Activities: the six codeact.* activities of activities.hpp, registered by register_codeact and
@@ -73,7 +77,9 @@ void register_codeact(temporal::Worker& worker, std::shared_ptr<WorkerEnv> env);
 void register_codeact_workflows(temporal::Replayer& replayer);
 
 // The Temporal options of an activity with `policy` (timeouts, heartbeat, retries).
-temporal::ActivityOptions activity_options(const ActivityPolicy& policy);
+// InvalidArgument when a duration is not a finite number of seconds in [0, kMaxPolicySeconds]
+// (ActivityPolicy::from_json refuses those already; this guards policies built in C++).
+core::Result<temporal::ActivityOptions> activity_options(const ActivityPolicy& policy);
 
 // The workflows by name.
 std::vector<std::pair<std::string, temporal::WorkflowFunction>> workflow_functions();

@@ -4,7 +4,9 @@
 // settings (max tokens, temperature, timeout, ...) into one ModelResponse, either at once
 // (request) or as a stream of events ending with the complete response (request_stream).
 // Providers (OpenAI-compatible, Gemini, Anthropic), FunctionModel and TestModel implement it;
-// wrappers (WrapperModel, the durable layer's activity wrapper) add one behaviour each.
+// wrappers (WrapperModel) add one behaviour each. (The durable layer does not wrap a Model: its
+// durable::DurableModel is an agent::AsyncModel that sends each request to a worker, where the
+// agent's own Model answers it.)
 //
 // Everything passed in and out is JSON round-trippable (to_json / *_from_json below and in
 // messages.hpp), so a wrapper can ship a request to another process and bring the response back.

@@ -1,6 +1,7 @@
 // The seed's 16 sandbox operations (SandboxTaskTypes), with its names and argument fields, as a
-// thin layer over SandboxManager. This is what the durable layer exposes as Temporal activities
-// and what `SandboxWorkflow`-style callers dispatch by name: JSON arguments in, JSON out.
+// thin layer over SandboxManager, for callers that dispatch the seed's operations by name: JSON
+// arguments in, JSON out (today only tests/sandbox). The durable layer does not use it: its
+// activities are the codeact.* ones (durable/activities.hpp), over SandboxBackend.
 //
 // Differences from the seed, on purpose:
 //   - `container_id` is the sandbox id (codeact names the container `codeact-{id}`), and an

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,9 @@ import uuid
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
 sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
+from dev_server import DevServer  # noqa: E402
 from scripted_model import ScriptedModel, python_turn  # noqa: E402
+from worker_process import WorkerProcess  # noqa: E402
 
 PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
 DUMMY_KEY = "dummy-key-not-a-secret"
@@ -50,12 +51,6 @@ def tool_turn(call_id, name, args):
                                              "function": {"name": name, "arguments": json.dumps(args)}}]}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def log(msg):
     print(f"[record] {msg}", file=sys.stderr, flush=True)
 
@@ -69,28 +64,11 @@ def expect(cond, what):
         raise Failed(what)
 
 
-class Worker:
-    """One `codeact worker` process on QUEUE; SIGKILLed and started again on purpose."""
-
-    def __init__(self, argv, env):
-        self.argv, self.env, self.proc, self.log = argv, env, None, None
+class Worker(WorkerProcess):
+    """One `codeact worker` process on QUEUE, its output appended to a log file."""
 
     def start(self, log_path):
-        self.log = open(log_path, "ab")
-        self.proc = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        return super().start(stdout=open(log_path, "ab"), stderr=subprocess.STDOUT)
 
 
 class Recorder:
@@ -118,20 +96,12 @@ class Recorder:
     # -- processes ------------------------------------------------------------------------------
 
     def start_server(self):
-        port = free_port()
-        self.address = f"127.0.0.1:{port}"
-        server_log = open(os.path.join(self.tmp, "temporal.log"), "w")
-        self.server = subprocess.Popen(
-            [self.temporal_bin, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
-             "--db-filename", os.path.join(self.tmp, "temporal.db"), "--log-level", "warn"],
-            stdout=server_log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.temporal("operator", "namespace", "describe", "--namespace", "default", check=False).returncode == 0:
-                log(f"dev server on {self.address}")
-                return
-            time.sleep(0.5)
-        raise Failed("the Temporal dev server did not come up (see " + server_log.name + ")")
+        self.server = DevServer(self.tmp, binary=self.temporal_bin)
+        try:
+            self.address = self.server.start()
+        except RuntimeError as e:
+            raise Failed(str(e))
+        log(f"dev server on {self.address}")
 
     def start_worker(self, default_model):
         argv = [self.codeact, "worker", "--temporal", self.address, "--task-queue", QUEUE, "--config", self.config,
@@ -151,8 +121,7 @@ class Recorder:
         for wid in self.workflow_ids:
             subprocess.run([self.codeact, "sandbox", "rm", wid, "--volume"], capture_output=True, env=self.env)
         if self.server:
-            self.server.kill()
-            self.server.wait()
+            self.server.stop()
         if keep_tmp:
             log(f"logs kept in {self.tmp}")
         else:

@@ -5,14 +5,16 @@
 
 #include "../support/fake_sandbox_backend.hpp"
 #include "codeact/durable/payloads.hpp"
-#include "codeact/durable/runner.hpp"
 #include "codeact/durable/workflows.hpp"
 #include "dev_server.hpp"
+#include "reaper.hpp"
 
 namespace codeact::durable {
 namespace {
 
 using ::codeact::testing::FakeSandboxBackend;
+using internal::reap_orphaned_sandboxes;
+using internal::ReapResult;
 using temporal::testing::DevServer;
 
 // A CodeActTaskWorkflow nobody works on (its task queue has no worker), so it stays running.
