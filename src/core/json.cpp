@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "codeact/core/strings.hpp"
+
 namespace codeact::core {
 
 bool json_nests_deeper_than(std::string_view text, int limit) {
@@ -37,6 +39,8 @@ Result<Json> parse_json(std::string_view text, std::string_view what) {
         fmt::format("{} is not valid JSON (byte {}): {}", what, e.byte, e.what()));
   }
 }
+
+std::string json_preview(const Json& v, size_t max) { return abbreviate(dump_json(v), max); }
 
 std::string json_string(const Json& j, std::string_view key, std::string fallback) {
   if (!j.is_object()) return fallback;

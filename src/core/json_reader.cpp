@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdint>
+
 #include "codeact/core/strings.hpp"
 
 namespace codeact::core {
 
 namespace {
 
-std::string preview(const Json& v) { return abbreviate(dump_json(v), 60); }
+std::string preview(const Json& v) { return json_preview(v); }
 
 }  // namespace
 
@@ -59,21 +62,36 @@ Status JsonReader::convert(const char* key, const Json& v, bool& out) const {
   return ok_status();
 }
 
+// A finite number (a YAML document can hold .nan and .inf; JSON cannot).
 Status JsonReader::convert(const char* key, const Json& v, double& out) const {
   if (!v.is_number()) return wrong(key, "a number", v);
-  out = v.get<double>();
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) return wrong(key, "a finite number", v);
+  out = d;
   return ok_status();
 }
 
+// An integer that fits int64_t; a float only when it is a whole number in range (casting a NaN
+// or an out-of-range double to an integer is undefined behaviour).
 Status JsonReader::convert(const char* key, const Json& v, int64_t& out) const {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      return wrong(key, "an integer of at most 64 bits", v);
+    out = static_cast<int64_t>(v.get<uint64_t>());
+    return ok_status();
+  }
   if (v.is_number_integer()) {
     out = v.get<int64_t>();
     return ok_status();
   }
-  if (v.is_number_float() &&
-      v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>()))) {
-    out = static_cast<int64_t>(v.get<double>());
-    return ok_status();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    // [-2^63, 2^63): both bounds are exact doubles.
+    if (std::isfinite(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
+        std::trunc(d) == d) {
+      out = static_cast<int64_t>(d);
+      return ok_status();
+    }
   }
   return wrong(key, "an integer", v);
 }

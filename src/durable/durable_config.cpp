@@ -1,14 +1,14 @@
-// The `durable:` section of app_conf.yml (durable_config.hpp), read with PayloadReader.
+// The `durable:` section of app_conf.yml (durable_config.hpp), read with JsonReader.
 #include "codeact/durable/durable_config.hpp"
 
-#include "payload_reader.hpp"
+#include "codeact/core/json_reader.hpp"
 
 namespace codeact::durable {
 
 core::Result<DurableConfig> DurableConfig::from_config(const Json& config) {
   DurableConfig c;
   if (!config.is_object() || !config.contains("durable") || config["durable"].is_null()) return c;
-  internal::PayloadReader r(config["durable"], "durable");
+  core::JsonReader r(config["durable"], "durable");
   CODEACT_TRY_STATUS(r.valid());
   CODEACT_TRY_STATUS(r.optional("reap_interval_seconds", c.reap_interval_seconds));
   if (c.reap_interval_seconds < 0 || c.reap_interval_seconds > kMaxPolicySeconds) {

@@ -1,14 +1,14 @@
-// The JSON forms of what crosses Temporal (payloads.hpp), read strictly with PayloadReader.
+// The JSON forms of what crosses Temporal (payloads.hpp), read strictly with JsonReader.
 #include "codeact/durable/payloads.hpp"
 
 #include <fmt/format.h>
 
-#include "payload_reader.hpp"
+#include "codeact/core/json_reader.hpp"
 
 namespace codeact::durable {
 
+using core::JsonReader;
 using core::Result;
-using internal::PayloadReader;
 
 namespace {
 
@@ -20,7 +20,7 @@ Result<std::vector<llm::ModelMessage>> messages_of(const Json& j) {
 }
 
 // The agent target's keys, read from (or written into) an activity input.
-core::Status read_target(PayloadReader& r, AgentTarget& t) {
+core::Status read_target(JsonReader& r, AgentTarget& t) {
   CODEACT_TRY_STATUS(r.required("agent", t.agent));
   if (t.agent.empty()) return core::invalid_argument(r.what() + ": \"agent\" must not be empty");
   CODEACT_TRY_STATUS(r.required("sandbox_id", t.bind.sandbox_id));
@@ -54,7 +54,7 @@ Result<codeact::SandboxEnd> end_from_name(const std::string& what, const std::st
 }
 
 Result<sandbox::FileEntry> file_from_json(const Json& j) {
-  PayloadReader r(j, "a file");
+  JsonReader r(j, "a file");
   CODEACT_TRY_STATUS(r.valid());
   sandbox::FileEntry f;
   CODEACT_TRY_STATUS(r.required("path", f.path));
@@ -77,7 +77,7 @@ Result<std::vector<T>> list_of(const Json& j, const char* what, const Parse<T>& 
 }
 
 // TaskInput's keys, shared by the chat input (which has no "task").
-core::Status read_task_fields(PayloadReader& r, TaskInput& in) {
+core::Status read_task_fields(JsonReader& r, TaskInput& in) {
   CODEACT_TRY_STATUS(r.optional("agent", in.agent));
   if (in.agent.empty()) return core::invalid_argument(r.what() + ": \"agent\" must not be empty");
   CODEACT_TRY_STATUS(r.optional("model", in.model));
@@ -127,7 +127,7 @@ Json to_json(const agent::RunContext& ctx) {
 }
 
 Result<agent::RunContext> run_context_from_json(const Json& j) {
-  PayloadReader r(j, "run context");
+  JsonReader r(j, "run context");
   CODEACT_TRY_STATUS(r.valid());
   agent::RunContext ctx;
   CODEACT_TRY_STATUS(r.optional("deps", ctx.deps));
@@ -159,7 +159,7 @@ Json to_json(const agent::ToolResult& result) {
 }
 
 Result<agent::ToolResult> tool_result_from_json(const Json& j) {
-  PayloadReader r(j, "tool result");
+  JsonReader r(j, "tool result");
   CODEACT_TRY_STATUS(r.valid());
   std::string kind;
   CODEACT_TRY_STATUS(r.required("kind", kind));
@@ -197,7 +197,7 @@ Json to_json(const agent::ToolInfo& info) {
 }
 
 Result<agent::ToolInfo> tool_info_from_json(const Json& j) {
-  PayloadReader r(j, "tool");
+  JsonReader r(j, "tool");
   CODEACT_TRY_STATUS(r.valid());
   agent::ToolInfo info;
   CODEACT_TRY_STATUS(r.required_with<llm::ToolDefinition>("definition", info.definition,
@@ -225,7 +225,7 @@ Json to_json(const codeact::SandboxToolsOptions& o) {
 }
 
 Result<codeact::SandboxToolsOptions> sandbox_tools_options_from_json(const Json& j) {
-  PayloadReader r(j, "sandbox tools options");
+  JsonReader r(j, "sandbox tools options");
   CODEACT_TRY_STATUS(r.valid());
   codeact::SandboxToolsOptions o;
   CODEACT_TRY_STATUS(r.optional("sandbox_id", o.sandbox_id));
@@ -256,7 +256,7 @@ Json to_json(const agent::UsageLimits& l) {
 }
 
 Result<agent::UsageLimits> usage_limits_from_json(const Json& j) {
-  PayloadReader r(j, "usage_limits");
+  JsonReader r(j, "usage_limits");
   CODEACT_TRY_STATUS(r.valid());
   agent::UsageLimits l;
   auto field = [&](const char* key, std::optional<int64_t>& out) -> core::Status {
@@ -295,7 +295,7 @@ Json ActivityPolicy::to_json() const {
 
 Result<ActivityPolicy> ActivityPolicy::from_json(const Json& j, ActivityPolicy p) {
   if (j.is_null()) return p;
-  PayloadReader r(j, "an activity policy");
+  JsonReader r(j, "an activity policy");
   CODEACT_TRY_STATUS(r.valid());
   CODEACT_TRY_STATUS(r.optional("start_to_close_seconds", p.start_to_close_seconds));
   CODEACT_TRY_STATUS(r.optional("heartbeat_seconds", p.heartbeat_seconds));
@@ -325,7 +325,7 @@ Json ActivityPolicies::to_json() const {
 Result<ActivityPolicies> ActivityPolicies::from_json(const Json& j) {
   ActivityPolicies p;
   if (j.is_null()) return p;
-  PayloadReader r(j, "\"activities\"");
+  JsonReader r(j, "\"activities\"");
   CODEACT_TRY_STATUS(r.valid());
   for (auto [key, policy] : {std::pair<const char*, ActivityPolicy*>{"model", &p.model},
                              {"tool", &p.tool},
@@ -372,7 +372,7 @@ Result<TaskInput> TaskInput::from_json(const Json& j) {
     in.task = j.get<std::string>();
     return in;
   }
-  PayloadReader r(j, "the task input");
+  JsonReader r(j, "the task input");
   if (!j.is_object())
     return core::invalid_argument("the input must be a task (a string) or an object with \"task\"");
   CODEACT_TRY_STATUS(r.required("task", in.task));
@@ -391,7 +391,7 @@ Json TaskOutput::to_json() const {
 }
 
 Result<TaskOutput> TaskOutput::from_json(const Json& j) {
-  PayloadReader r(j, "the task output");
+  JsonReader r(j, "the task output");
   CODEACT_TRY_STATUS(r.valid());
   TaskOutput o;
   CODEACT_TRY_STATUS(r.required("output", o.output));
@@ -414,13 +414,13 @@ Result<ChatMessage> ChatMessage::from_json(const Json& j) {
   if (j.is_string()) {
     m.task = j.get<std::string>();
   } else if (j.is_object()) {
-    PayloadReader r(j, "a chat message");
+    JsonReader r(j, "a chat message");
     core::Status task = r.required("task", m.task);
     CODEACT_TRY_STATUS(r.finish());  // a misspelt "task" is named as such, not as a missing one
     CODEACT_TRY_STATUS(task);
   } else {
     return core::invalid_argument(fmt::format(
-        "a chat message must be a string or {{\"task\": ...}}, got {}", internal::preview_json(j)));
+        "a chat message must be a string or {{\"task\": ...}}, got {}", core::json_preview(j)));
   }
   if (m.task.empty()) return core::invalid_argument("a chat message must not be empty");
   return m;
@@ -437,7 +437,7 @@ Json ChatTurn::to_json() const {
 }
 
 Result<ChatTurn> ChatTurn::from_json(const Json& j) {
-  PayloadReader r(j, "a chat turn");
+  JsonReader r(j, "a chat turn");
   CODEACT_TRY_STATUS(r.valid());
   ChatTurn t;
   CODEACT_TRY_STATUS(r.required("task", t.task));
@@ -464,7 +464,7 @@ Result<ChatTurn> ChatTurn::from_json(const Json& j) {
 
 namespace {
 
-Result<std::vector<ChatTurn>> turns_of(PayloadReader& r) {
+Result<std::vector<ChatTurn>> turns_of(JsonReader& r) {
   Json turns = Json::array();
   CODEACT_TRY_STATUS(r.optional("turns", turns));
   return list_of<ChatTurn>(turns, (r.what() + ": \"turns\"").c_str(), ChatTurn::from_json);
@@ -493,7 +493,7 @@ Json ChatInput::to_json() const {
 Result<ChatInput> ChatInput::from_json(const Json& j) {
   ChatInput in;
   if (j.is_null()) return in;
-  PayloadReader r(j, "the chat input");
+  JsonReader r(j, "the chat input");
   CODEACT_TRY_STATUS(r.valid());
   CODEACT_TRY_STATUS(read_task_fields(r, in.base));
   CODEACT_TRY_STATUS(r.optional("idle_timeout_seconds", in.idle_timeout_seconds));
@@ -524,7 +524,7 @@ Json ChatOutput::to_json() const {
 }
 
 Result<ChatOutput> ChatOutput::from_json(const Json& j) {
-  PayloadReader r(j, "the chat output");
+  JsonReader r(j, "the chat output");
   CODEACT_TRY_STATUS(r.valid());
   ChatOutput o;
   CODEACT_TRY(o.turns, turns_of(r));
@@ -539,7 +539,7 @@ Result<ChatOutput> ChatOutput::from_json(const Json& j) {
 Json RejectedMessage::to_json() const { return Json{{"sent", sent}, {"error", error}}; }
 
 Result<RejectedMessage> RejectedMessage::from_json(const Json& j) {
-  PayloadReader r(j, "a rejected message");
+  JsonReader r(j, "a rejected message");
   CODEACT_TRY_STATUS(r.valid());
   RejectedMessage m;
   CODEACT_TRY_STATUS(r.optional("sent", m.sent));
@@ -562,7 +562,7 @@ Json AgentOutputReply::to_json() const {
 }
 
 Result<AgentOutputReply> AgentOutputReply::from_json(const Json& j) {
-  PayloadReader r(j, "the agent_output reply");
+  JsonReader r(j, "the agent_output reply");
   CODEACT_TRY_STATUS(r.valid());
   AgentOutputReply o;
   CODEACT_TRY(o.turns, turns_of(r));
@@ -586,7 +586,7 @@ Json ProgressReply::to_json() const {
 }
 
 Result<ProgressReply> ProgressReply::from_json(const Json& j) {
-  PayloadReader r(j, "the progress reply");
+  JsonReader r(j, "the progress reply");
   CODEACT_TRY_STATUS(r.valid());
   ProgressReply o;
   Json events = Json::array();
@@ -620,7 +620,7 @@ Json SandboxStartInput::to_json() const {
 }
 
 Result<SandboxStartInput> SandboxStartInput::from_json(const Json& j) {
-  PayloadReader r(j, "codeact.sandbox_start input");
+  JsonReader r(j, "codeact.sandbox_start input");
   CODEACT_TRY_STATUS(r.valid());
   SandboxStartInput in;
   CODEACT_TRY_STATUS(r.required("sandbox_id", in.plan.sandbox_id));
@@ -637,7 +637,7 @@ Json SandboxStartOutput::to_json() const {
 }
 
 Result<SandboxStartOutput> SandboxStartOutput::from_json(const Json& j) {
-  PayloadReader r(j, "codeact.sandbox_start result");
+  JsonReader r(j, "codeact.sandbox_start result");
   CODEACT_TRY_STATUS(r.valid());
   SandboxStartOutput o;
   CODEACT_TRY_STATUS(r.required("sandbox_id", o.sandbox_id));
@@ -650,7 +650,7 @@ Result<SandboxStartOutput> SandboxStartOutput::from_json(const Json& j) {
 Json SandboxFilesInput::to_json() const { return Json{{"sandbox_id", sandbox_id}}; }
 
 Result<SandboxFilesInput> SandboxFilesInput::from_json(const Json& j) {
-  PayloadReader r(j, "codeact.sandbox_files input");
+  JsonReader r(j, "codeact.sandbox_files input");
   CODEACT_TRY_STATUS(r.valid());
   SandboxFilesInput in;
   CODEACT_TRY_STATUS(r.required("sandbox_id", in.sandbox_id));
@@ -665,7 +665,7 @@ Json SandboxFilesOutput::to_json() const {
 }
 
 Result<SandboxFilesOutput> SandboxFilesOutput::from_json(const Json& j) {
-  PayloadReader r(j, "codeact.sandbox_files result");
+  JsonReader r(j, "codeact.sandbox_files result");
   CODEACT_TRY_STATUS(r.valid());
   SandboxFilesOutput o;
   Json files = Json::array();
@@ -683,7 +683,7 @@ Json SandboxFinishInput::to_json() const {
 }
 
 Result<SandboxFinishInput> SandboxFinishInput::from_json(const Json& j) {
-  PayloadReader r(j, "codeact.sandbox_finish input");
+  JsonReader r(j, "codeact.sandbox_finish input");
   CODEACT_TRY_STATUS(r.valid());
   SandboxFinishInput in;
   std::string mode;
@@ -701,7 +701,7 @@ Json SandboxFinishOutput::to_json() const {
 }
 
 Result<SandboxFinishOutput> SandboxFinishOutput::from_json(const Json& j) {
-  PayloadReader r(j, "codeact.sandbox_finish result");
+  JsonReader r(j, "codeact.sandbox_finish result");
   CODEACT_TRY_STATUS(r.valid());
   SandboxFinishOutput o;
   std::string mode;
@@ -715,7 +715,7 @@ Result<SandboxFinishOutput> SandboxFinishOutput::from_json(const Json& j) {
 Json AgentPrepareInput::to_json() const { return target_json(target); }
 
 Result<AgentPrepareInput> AgentPrepareInput::from_json(const Json& j) {
-  PayloadReader r(j, "codeact.agent_prepare input");
+  JsonReader r(j, "codeact.agent_prepare input");
   CODEACT_TRY_STATUS(r.valid());
   AgentPrepareInput in;
   CODEACT_TRY_STATUS(read_target(r, in.target));
@@ -737,7 +737,7 @@ Json AgentPrepareOutput::to_json() const {
 }
 
 Result<AgentPrepareOutput> AgentPrepareOutput::from_json(const Json& j) {
-  PayloadReader r(j, "codeact.agent_prepare result");
+  JsonReader r(j, "codeact.agent_prepare result");
   CODEACT_TRY_STATUS(r.valid());
   AgentPrepareOutput o;
   CODEACT_TRY_STATUS(r.optional("system_prompts", o.system_prompts));
@@ -752,7 +752,7 @@ Result<AgentPrepareOutput> AgentPrepareOutput::from_json(const Json& j) {
   }
   if (const Json* sets = r.raw("toolsets")) {
     const Parse<ToolsetListing> listing = [&tool](const Json& s) -> Result<ToolsetListing> {
-      PayloadReader lr(s, "a toolset");
+      JsonReader lr(s, "a toolset");
       CODEACT_TRY_STATUS(lr.valid());
       ToolsetListing l;
       Json tools = Json::array();
@@ -780,7 +780,7 @@ Json ModelRequestInput::to_json() const {
 }
 
 Result<ModelRequestInput> ModelRequestInput::from_json(const Json& j) {
-  PayloadReader r(j, "codeact.model_request input");
+  JsonReader r(j, "codeact.model_request input");
   CODEACT_TRY_STATUS(r.valid());
   ModelRequestInput in;
   CODEACT_TRY_STATUS(read_target(r, in.target));
@@ -817,7 +817,7 @@ Result<ModelRequestOutput> ModelRequestOutput::from_json(const Json& j) {
     o.response = std::move(*response);
     return o;
   }
-  PayloadReader r(j, "codeact.model_request result");
+  JsonReader r(j, "codeact.model_request result");
   CODEACT_TRY_STATUS(r.valid());
   CODEACT_TRY_STATUS(
       r.required_with<llm::ModelResponse>("response", o.response, llm::response_from_json));
@@ -842,13 +842,13 @@ Json ToolCallInput::to_json() const {
 }
 
 Result<ToolCallInput> ToolCallInput::from_json(const Json& j) {
-  PayloadReader r(j, "codeact.tool_call input");
+  JsonReader r(j, "codeact.tool_call input");
   CODEACT_TRY_STATUS(r.valid());
   ToolCallInput in;
   CODEACT_TRY_STATUS(read_target(r, in.target));
   CODEACT_TRY_STATUS(r.optional("toolset", in.toolset));
   const Parse<agent::ToolCall> call = [](const Json& c) -> Result<agent::ToolCall> {
-    PayloadReader cr(c, "the call");
+    JsonReader cr(c, "the call");
     CODEACT_TRY_STATUS(cr.valid());
     agent::ToolCall out;
     CODEACT_TRY_STATUS(cr.required("tool_name", out.tool_name));

@@ -14,12 +14,12 @@
 
 #include <cmath>
 
+#include "codeact/core/json_reader.hpp"
 #include "codeact/core/log.hpp"
 #include "codeact/core/time.hpp"
 #include "codeact/durable/activities.hpp"
 #include "codeact/durable/durable_agent.hpp"
 #include "codeact/temporal/workflow.hpp"
-#include "payload_reader.hpp"
 
 namespace codeact::durable {
 namespace {
@@ -281,7 +281,7 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
       return;
     }
     RejectedMessage m;
-    m.sent = a.empty() ? "" : internal::preview_json(a[0]);
+    m.sent = a.empty() ? "" : core::json_preview(a[0]);
     m.error = message.error().message();
     if (!ctx.is_replaying()) {
       core::log().warn("chat {}: a {} signal was not a message and is ignored: {} (sent: {})",

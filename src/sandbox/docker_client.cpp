@@ -78,8 +78,7 @@ std::string daemon_message(const std::string& body) {
   if (parsed.ok() && parsed->is_object() && parsed->contains("message")) {
     return core::json_string(*parsed, "message");
   }
-  std::string text = core::trim(body);
-  if (text.size() > 500) text = text.substr(0, 500) + "...";
+  std::string text = core::abbreviate(core::trim(body), 500);
   return text.empty() ? "(no message)" : text;
 }
 

@@ -16,6 +16,7 @@
 
 #include "codeact/core/config.hpp"
 #include "codeact/core/log.hpp"
+#include "codeact/core/strings.hpp"
 #include "codeact/core/subprocess.hpp"
 #include "codeact/sandbox/tar_archive.hpp"
 #include "embedded_recipe_internal.hpp"
@@ -438,7 +439,7 @@ Result<BuildReport> ImageBuilder::build(bool force) {
   if (method == BuildMethod::kDebootstrap) {
     CODEACT_TRY(base, ensure_rootfs(&report.rootfs_built));
   } else {
-    for (const auto& p : recipe_.packages()) apt_packages += (apt_packages.empty() ? "" : " ") + p;
+    apt_packages = core::join(recipe_.packages(), " ");
   }
 
   progress(fmt::format("building {} on {} ({})", report.tag, base, build_method_name(method)));

@@ -209,9 +209,9 @@ Result<SandboxInputTask> SandboxInputTask::from_json(const Json& j) {
   std::string name = core::json_string(j, "task_name");
   auto type = parse_task_type(name);
   if (!type) {
-    std::string all;
-    for (auto n : kTaskNames) all += (all.empty() ? "" : ", ") + std::string(n);
-    return core::invalid_argument(fmt::format("unknown sandbox task \"{}\"; known: {}", name, all));
+    std::vector<std::string> all(kTaskNames.begin(), kTaskNames.end());
+    return core::invalid_argument(
+        fmt::format("unknown sandbox task \"{}\"; known: {}", name, core::join(all, ", ")));
   }
   SandboxInputTask t;
   t.task_name = *type;

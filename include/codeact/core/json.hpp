@@ -32,6 +32,10 @@ int64_t json_int(const Json& j, std::string_view key, int64_t fallback = 0);
 double json_number(const Json& j, std::string_view key, double fallback = 0);
 bool json_bool(const Json& j, std::string_view key, bool fallback = false);
 
+// `v` as compact JSON cut to `max` bytes (core::abbreviate): what an error message shows of a
+// wrong value.
+std::string json_preview(const Json& v, size_t max = 60);
+
 // Serializes without throwing on invalid UTF-8 (bad bytes are replaced with U+FFFD).
 std::string dump_json(const Json& j, int indent = -1);
 

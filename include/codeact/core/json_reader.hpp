@@ -11,7 +11,8 @@
 //   CODEACT_TRY_STATUS(r.optional("mcp_servers", in.mcp_servers));
 //   CODEACT_TRY_STATUS(r.finish());
 //
-// Values: std::string, bool, double, int64_t (an integral float such as 3.0 too), int (32-bit),
+// Values: std::string, bool, double (finite), int64_t (an integral float such as 3.0 too, in
+// range: never an undefined cast), int (32-bit),
 // std::vector<std::string>, Json (anything), and std::optional of each (set when present).
 // Not thread-safe; one reader per object, which must outlive it.
 #pragma once
