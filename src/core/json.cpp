@@ -20,8 +20,8 @@ bool json_nests_deeper_than(std::string_view text, int limit) {
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > limit) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;  // an unbalanced closer gives no depth back to later openers
     }
   }
   return false;

@@ -11,9 +11,11 @@ core::Result<DurableConfig> DurableConfig::from_config(const Json& config) {
   core::JsonReader r(config["durable"], "durable");
   CODEACT_TRY_STATUS(r.valid());
   CODEACT_TRY_STATUS(r.optional("reap_interval_seconds", c.reap_interval_seconds));
-  if (c.reap_interval_seconds < 0 || c.reap_interval_seconds > kMaxPolicySeconds) {
+  // Below a second the reaper would poll Docker and Temporal in a busy loop.
+  if (c.reap_interval_seconds < 0 || (c.reap_interval_seconds > 0 && c.reap_interval_seconds < 1) ||
+      c.reap_interval_seconds > kMaxPolicySeconds) {
     return core::invalid_argument(
-        fmt::format("durable: \"reap_interval_seconds\" must be between 0 (no reaper) and {}",
+        fmt::format("durable: \"reap_interval_seconds\" must be 0 (no reaper) or between 1 and {}",
                     kMaxPolicySeconds));
   }
   CODEACT_TRY_STATUS(

@@ -532,7 +532,7 @@ Result<ChatOutput> ChatOutput::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.required("reason", o.reason));
   CODEACT_TRY_STATUS(r.optional("runs", o.runs));
   CODEACT_TRY_STATUS(r.optional("warning", o.warning));
-  CODEACT_TRY_STATUS(r.finish());
+  // No finish(): read by older clients, which must take a newer worker's extra keys.
   return o;
 }
 
@@ -544,7 +544,7 @@ Result<RejectedMessage> RejectedMessage::from_json(const Json& j) {
   RejectedMessage m;
   CODEACT_TRY_STATUS(r.optional("sent", m.sent));
   CODEACT_TRY_STATUS(r.required("error", m.error));
-  CODEACT_TRY_STATUS(r.finish());
+  // No finish(): read by older clients, which must take a newer worker's extra keys.
   return m;
 }
 
@@ -573,7 +573,7 @@ Result<AgentOutputReply> AgentOutputReply::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.optional("rejected", rejected));
   CODEACT_TRY(o.rejected, list_of<RejectedMessage>(rejected, "the agent_output reply: \"rejected\"",
                                                    RejectedMessage::from_json));
-  CODEACT_TRY_STATUS(r.finish());
+  // No finish(): read by older clients, which must take a newer worker's extra keys.
   return o;
 }
 
@@ -603,7 +603,7 @@ Result<ProgressReply> ProgressReply::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.optional("status", o.status));
   CODEACT_TRY_STATUS(r.optional("sandbox_id", o.sandbox_id));
   CODEACT_TRY_STATUS(r.optional("run_id", o.run_id));
-  CODEACT_TRY_STATUS(r.finish());
+  // No finish(): read by older clients, which must take a newer worker's extra keys.
   return o;
 }
 

@@ -196,7 +196,7 @@ core::Status KernelChannel::verify_auth(Clock::time_point deadline, bool has_dea
   CODEACT_TRY(Json frame, read_frame(deadline, has_deadline, cancel));
   const Json& err = frame.value("error", Json::object());
   if (core::json_string(frame, "type") != "reply" || frame.value("id", Json()) != Json(0) ||
-      !frame.value("ok", false)) {
+      !core::json_bool(frame, "ok", false)) {
     auth_failed_ = true;
     close();
     return core::permission_denied(
@@ -394,7 +394,7 @@ core::Result<Json> KernelChannel::call(const std::string& op, Json fields,
       continue;
     }
     if (frame.value("id", Json()) != Json(id)) continue;
-    if (!frame.value("ok", false)) {
+    if (!core::json_bool(frame, "ok", false)) {
       const Json& err = frame.value("error", Json::object());
       std::string etype = core::json_string(err, "type", "Internal");
       return core::Error(code_for_kernel_error(etype),

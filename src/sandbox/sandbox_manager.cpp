@@ -1122,7 +1122,17 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
   // A cell can write forged events on its connection, so they move the deadline only within what
   // this call was given: one "queued" (a wait of at most this cell's own budget), then one
   // "started" (the budget from then on); nothing the sandbox sends makes the host wait longer
-  // than twice the budget.
+  // than twice the budget from the call's start (`hard_end` bounds every move).
+  const auto hard_end = std::chrono::steady_clock::now() + 2 * cell_budget;
+  auto bounded = [&](std::chrono::milliseconds wait) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        hard_end - std::chrono::steady_clock::now());
+    return std::max(std::chrono::milliseconds(1), std::min(wait, left));
+  };
+  // What of a stream may reach the caller: the honest kernel sends max_output_bytes of output
+  // and then its own "[streaming stopped ...]" notice, and invalid bytes arrive as U+FFFD (three
+  // bytes each), so the host cuts only past three times that plus room for the notice, and says so.
+  const int64_t stream_limit = req.max_output_bytes > 0 ? 3 * req.max_output_bytes + 1024 : 0;
   Json queued_behind;  // the running cell, while this one waits
   bool started = true;
   bool queued_seen = false;
@@ -1140,12 +1150,17 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
       std::string text = core::json_string(ev, "text");
       if (name != "stdout" && name != "stderr") return std::nullopt;
       int64_t& sent = name == "stdout" ? streamed_stdout : streamed_stderr;
-      if (req.max_output_bytes > 0) {
-        int64_t room = std::max<int64_t>(0, req.max_output_bytes - sent);
+      if (stream_limit > 0) {
+        if (sent >= stream_limit) return std::nullopt;  // cut before: nothing more of it
+        int64_t room = stream_limit - sent;
         if (static_cast<int64_t>(text.size()) > room) {
           size_t cut = static_cast<size_t>(room);
           while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
           text.resize(cut);  // on a character boundary
+          text += "\n... [the host cut this stream: more than max_output_bytes arrived] ...\n";
+          sent = stream_limit;
+          if (req.on_output) req.on_output(name, text);
+          return std::nullopt;
         }
       }
       sent += static_cast<int64_t>(text.size());
@@ -1164,21 +1179,23 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
       std::chrono::milliseconds wait = cell_budget;
       double their_timeout = core::json_number(queued_behind, "timeout_s", -1);
       if (their_timeout > 0) {
-        double left = their_timeout - core::json_number(queued_behind, "running_ms") / 1000;
-        wait = std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, left) * 1000)) +
-               options_.kill_grace;
+        // Compared as doubles first: a forged 1e300 must not reach an integer cast.
+        double left_s = their_timeout - core::json_number(queued_behind, "running_ms") / 1000;
+        double left_ms =
+            std::max(0.0, left_s) * 1000 + static_cast<double>(options_.kill_grace.count());
+        if (!(left_ms < static_cast<double>(cell_budget.count()))) {
+          wait_capped = true;  // also NaN
+        } else {
+          wait = std::chrono::milliseconds(static_cast<int64_t>(left_ms));
+        }
       }
-      if (wait > cell_budget) {
-        wait = cell_budget;
-        wait_capped = true;
-      }
-      return wait;
+      return bounded(wait);
     }
     if (type == "started") {
       if (!queued_seen || started_seen) return std::nullopt;
       started_seen = true;
       started = true;
-      if (cell_budget.count() > 0) return cell_budget;
+      if (cell_budget.count() > 0) return bounded(cell_budget);
     }
     return std::nullopt;
   };

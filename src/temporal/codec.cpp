@@ -41,7 +41,13 @@ Json decode_payload(const commonv1::Payload& payload) {
   if (encoding == "binary/null") return nullptr;
   if (encoding == "binary/plain") return Json(payload.data());
   auto parsed = core::parse_json(payload.data(), "payload");
-  if (!parsed.ok()) return Json(payload.data());
+  if (!parsed.ok()) {
+    // Nested too deep to read safely: an object no typed payload accepts (strict readers name
+    // the unknown key), never the raw text, which a chat would take for a message.
+    if (core::json_nests_deeper_than(payload.data()))
+      return Json{{"undecodable_payload", parsed.error().message()}};
+    return Json(payload.data());
+  }
   return std::move(parsed).value();
 }
 

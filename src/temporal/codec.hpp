@@ -16,6 +16,9 @@ namespace commonv1 = ::temporal::api::common::v1;
 namespace failurev1 = ::temporal::api::failure::v1;
 
 void encode_payload(const Json& value, commonv1::Payload* out);
+// JSON of a json/plain payload; binary/plain as a string, binary/null as null. A json/plain
+// payload that is not JSON decodes as its text; one nested past core::kMaxJsonDepth as
+// {"undecodable_payload": "<why>"}, which no strict reader accepts.
 Json decode_payload(const commonv1::Payload& payload);
 void encode_payloads(const Args& args, commonv1::Payloads* out);
 Args decode_payloads(const commonv1::Payloads& payloads);

@@ -45,6 +45,7 @@ TEST(ParseJson, BracketsInsideStringsDoNotCount) {
   EXPECT_EQ((*j)["s"].get<std::string>().size(), 10'001u);
   EXPECT_FALSE(json_nests_deeper_than(deep_string, 1));
   EXPECT_TRUE(json_nests_deeper_than("[[1]]", 1));
+  EXPECT_TRUE(json_nests_deeper_than("]]]][[[[", 3));  // closers first give no depth back
 }
 
 }  // namespace

@@ -153,6 +153,10 @@ TEST(ChatPayloads, TurnsRepliesAndTheResultKeepTheirShapeAndRefuseMalformedValue
   progress.next = 1;
   progress.run_id = "r";
   EXPECT_EQ(ProgressReply::from_json(progress.to_json())->to_json(), progress.to_json());
+  // A newer worker's extra key does not break an older follower.
+  Json newer = progress.to_json();
+  newer["added_later"] = true;
+  EXPECT_TRUE(ProgressReply::from_json(newer).ok());
   EXPECT_NE(message_of(ProgressReply::from_json(Json{{"events", Json::array()}, {"next", "1"}}))
                 .find("\"next\" must be an integer"),
             std::string::npos);
@@ -286,6 +290,11 @@ TEST(DurableConfigTest, TheDurableSectionIsReadStrictlyNamingTheKey) {
   EXPECT_NE(
       message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_seconds", -1}}}}))
           .find("reap_interval_seconds"),
+      std::string::npos);
+  // Below a second the reaper would busy-loop against Docker and Temporal.
+  EXPECT_NE(
+      message_of(DurableConfig::from_config(Json{{"durable", {{"reap_interval_seconds", 0.0001}}}}))
+          .find("must be 0 (no reaper) or between 1 and"),
       std::string::npos);
   EXPECT_NE(message_of(DurableConfig::from_config(Json{{"durable", "yes"}}))
                 .find("durable: expected a JSON object"),

@@ -334,8 +334,28 @@ TEST_F(ContainmentTest, ForgedStreamEventsCannotFloodTheCaller) {
   auto r = manager_->execute(a_, req);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_TRUE(r->ok);
-  EXPECT_LE(seen.size(), 4096u);  // not 13 MB
+  // Not 13 MB: at most what an honest kernel could send (3 bytes per invalid byte, and its own
+  // notice), then the host's one notice.
+  EXPECT_LE(seen.size(), 3 * 4096u + 1024u + 100u);
+  EXPECT_NE(seen.find("[the host cut this stream"), std::string::npos);
+  EXPECT_EQ(seen.find("[the host cut this stream"), seen.rfind("[the host cut this stream"));
   EXPECT_EQ(run(a_, "1 + 1").result.value_or(""), "2");
+}
+
+TEST_F(ContainmentTest, AnHonestCellsOutputCapKeepsTheKernelsOwnNotice) {
+  start(a_);
+  ExecuteRequest req;
+  req.code = "import sys\nsys.stdout.write('y' * 20000)\n";
+  req.timeout_seconds = 60;
+  req.max_output_bytes = 4096;
+  std::string seen;
+  req.on_output = [&](const std::string& name, const std::string& text) {
+    if (name == "stdout") seen += text;
+  };
+  auto r = manager_->execute(a_, req);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_NE(seen.find("streaming stopped"), std::string::npos) << seen.substr(seen.size() - 200);
+  EXPECT_EQ(seen.find("[the host cut this stream"), std::string::npos);
 }
 
 TEST_F(ContainmentTest, ASandboxCannotListTheOtherSandboxesDisks) {

@@ -3,7 +3,9 @@
 //
 // from_json is strict: a missing required key, a value of the wrong type and an unknown key (a
 // misspelling) are InvalidArgument errors naming the payload and the key, never a silent
-// default; null means "not set" for optional keys. What that failure does:
+// default; null means "not set" for optional keys. The exceptions are what clients read from
+// a worker that may be newer (ChatOutput, AgentOutputReply, ProgressReply): they ignore keys
+// they do not know. What a failure does:
 //   - a malformed activity input fails the activity as InvalidArgument, which is not retried;
 //   - a malformed workflow input or activity result fails the workflow with the message (workflow
 //     code reads payloads only through these functions, so nothing there throws).
