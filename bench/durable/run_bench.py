@@ -8,7 +8,7 @@ step. Reports p50/p90 per step for both modes and the added time per step.
 
     bench/durable/run_bench.py --codeact build/src/cli/codeact [--steps 30] [--runs 3]
 
-The Temporal dev server is temporal::DevServer through temporal_dev_server (bench/dev_server.py),
+The Temporal dev server is temporal::DevServer through temporal_dev_server (tests/cli/dev_server.py),
 found in the same build tree as --codeact.
 """
 import argparse
@@ -21,7 +21,6 @@ import uuid
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
-sys.path.insert(0, os.path.join(REPO, "bench"))
 from dev_server import dev_server  # noqa: E402
 from scripted_model import ScriptedModel, python_turn  # noqa: E402
 

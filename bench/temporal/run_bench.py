@@ -1,7 +1,7 @@
 """Temporal benchmark: 200 sequential no-op activities, C++ worker vs Python temporalio worker.
 
 Starts its own dev server (temporal::DevServer through temporal_dev_server, next to the C++
-worker; see bench/dev_server.py), runs each worker in its own process against it, in the same run,
+worker; see tests/cli/dev_server.py), runs each worker in its own process against it, in the same run,
 and prints per-activity overhead (workflow wall time / activities) and worker RSS (peak and final),
 with ratios C++/Python.
 
@@ -18,7 +18,7 @@ import uuid
 from temporalio.client import Client
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "cli"))
 from dev_server import dev_server  # noqa: E402
 
 

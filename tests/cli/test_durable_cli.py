@@ -329,6 +329,11 @@ async def main():
     print(json.dumps({{"query": out, "result": result, "bad": bad, "progress": progress}}))
 
 asyncio.run(main())
+import os, sys
+sys.stdout.flush()
+# Skip interpreter teardown: temporalio's native runtime has been seen to crash there after the
+# work is done ("PyGILState_Release ... finalizing", exit -6), as in tests/temporal/py.
+os._exit(0)
 """
     try:
         p = subprocess.run([os.path.join(REPO, ".venv/bin/python"), "-c", script], capture_output=True, text=True,
@@ -520,6 +525,11 @@ async def main():
         print("FAILED:", e.cause)
 
 asyncio.run(main())
+import os, sys
+sys.stdout.flush()
+# Skip interpreter teardown: temporalio's native runtime has been seen to crash there after the
+# work is done ("PyGILState_Release ... finalizing", exit -6), as in tests/temporal/py.
+os._exit(0)
 """
     p = subprocess.run([os.path.join(REPO, ".venv/bin/python"), "-c", script], capture_output=True, text=True,
                        timeout=300)
@@ -545,6 +555,11 @@ async def main():
         print("FAILED:", e.cause, "after %.1f s" % (time.monotonic() - started))
 
 asyncio.run(main())
+import os, sys
+sys.stdout.flush()
+# Skip interpreter teardown: temporalio's native runtime has been seen to crash there after the
+# work is done ("PyGILState_Release ... finalizing", exit -6), as in tests/temporal/py.
+os._exit(0)
 """
     p = subprocess.run([os.path.join(REPO, ".venv/bin/python"), "-c", script], capture_output=True, text=True,
                        timeout=120)

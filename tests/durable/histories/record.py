@@ -26,7 +26,7 @@ import uuid
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
 sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
-from dev_server import DevServer  # noqa: E402
+from dev_server import DevServer, default_program  # noqa: E402
 from scripted_model import ScriptedModel, python_turn  # noqa: E402
 from worker_process import WorkerProcess  # noqa: E402
 
@@ -96,7 +96,7 @@ class Recorder:
     # -- processes ------------------------------------------------------------------------------
 
     def start_server(self):
-        self.server = DevServer(self.tmp, binary=self.temporal_bin)
+        self.server = DevServer(self.tmp, binary=self.temporal_bin, program=default_program(self.codeact))
         try:
             self.address = self.server.start()
         except RuntimeError as e:
