@@ -1112,11 +1112,12 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
               {"stream", static_cast<bool>(req.on_output)}};
   if (!req.execution_id.empty()) fields["execution_id"] = req.execution_id;
   if (req.variables.is_object() && !req.variables.empty()) fields["variables"] = req.variables;
-  const auto cell_budget =
-      req.timeout_seconds > 0
-          ? std::chrono::milliseconds(static_cast<int64_t>(req.timeout_seconds * 1000)) +
-                options_.kill_grace
-          : std::chrono::milliseconds(0);
+  // Capped at 1e9 s (~31 years) so the casts below and twice the budget stay defined.
+  const auto cell_budget = req.timeout_seconds > 0
+                               ? std::chrono::milliseconds(static_cast<int64_t>(
+                                     std::min(req.timeout_seconds, 1e9) * 1000)) +
+                                     options_.kill_grace
+                               : std::chrono::milliseconds(0);
   // When an earlier cell (whose caller went away) still runs, this one waits in the kernel's
   // queue: the kernel says so ("queued"), and this cell's own timeout starts when it starts.
   // A cell can write forged events on its connection, so they move the deadline only within what
@@ -1132,7 +1133,10 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
   // What of a stream may reach the caller: the honest kernel sends max_output_bytes of output
   // and then its own "[streaming stopped ...]" notice, and invalid bytes arrive as U+FFFD (three
   // bytes each), so the host cuts only past three times that plus room for the notice, and says so.
-  const int64_t stream_limit = req.max_output_bytes > 0 ? 3 * req.max_output_bytes + 1024 : 0;
+  // (Past 2^40 bytes there is no cap to keep, and 3x would overflow.)
+  const int64_t stream_limit = req.max_output_bytes > 0 && req.max_output_bytes < (int64_t{1} << 40)
+                                   ? 3 * req.max_output_bytes + 1024
+                                   : 0;
   Json queued_behind;  // the running cell, while this one waits
   bool started = true;
   bool queued_seen = false;
@@ -1144,8 +1148,8 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
   co.on_event = [&](const Json& ev) -> std::optional<std::chrono::milliseconds> {
     std::string type = core::json_string(ev, "type");
     if (type == "stream") {
-      // At most max_output_bytes per stream reach the caller, as an honest kernel sends: a cell
-      // writing stream events of its own cannot flood the caller.
+      // At most stream_limit bytes per stream reach the caller (see above): a cell writing stream
+      // events of its own cannot flood the caller.
       std::string name = core::json_string(ev, "name");
       std::string text = core::json_string(ev, "text");
       if (name != "stdout" && name != "stderr") return std::nullopt;
