@@ -7,16 +7,19 @@
 #include <random>
 #include <thread>
 
+#include "codeact/core/strings.hpp"
 #include "codec.hpp"
 #include "ids.hpp"
 #include "service_connection.hpp"
 #include "temporal/api/history/v1/message.pb.h"
+#include "temporal/api/workflow/v1/message.pb.h"
 
 namespace codeact::temporal {
 
 using internal::wsv1::WorkflowService;
 namespace enumsv1 = ::temporal::api::enums::v1;
 namespace historyv1 = ::temporal::api::history::v1;
+namespace workflowv1 = ::temporal::api::workflow::v1;
 
 namespace {
 
@@ -82,12 +85,17 @@ core::Status fill_start(Req& req, const internal::ServiceConnection& conn, const
   if (o.task_queue.empty())
     return core::invalid_argument("start workflow '" + type + "' (id " + o.id +
                                   "): empty task queue");
+  if (!o.memo.is_null() && !o.memo.is_object())
+    return core::invalid_argument("start workflow '" + type + "' (id " + o.id +
+                                  "): the memo must be a JSON object, got " +
+                                  core::abbreviate(core::dump_json(o.memo), 80));
   req.set_namespace_(conn.ns());
   req.set_workflow_id(o.id);
   req.mutable_workflow_type()->set_name(type);
   req.mutable_task_queue()->set_name(o.task_queue);
   req.mutable_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_NORMAL);
   if (!args.empty()) internal::encode_payloads(args, req.mutable_input());
+  if (o.memo.is_object() && !o.memo.empty()) internal::encode_memo(o.memo, req.mutable_memo());
   if (o.execution_timeout.count() > 0)
     internal::set_duration(o.execution_timeout, req.mutable_workflow_execution_timeout());
   if (o.run_timeout.count() > 0)
@@ -101,6 +109,18 @@ core::Status fill_start(Req& req, const internal::ServiceConnection& conn, const
                                           ? enumsv1::WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING
                                           : to_proto(o.id_conflict_policy));
   return core::ok_status();
+}
+
+void fill_info(const workflowv1::WorkflowExecutionInfo& in, WorkflowExecutionInfo& out) {
+  out.workflow_id = in.execution().workflow_id();
+  out.run_id = in.execution().run_id();
+  out.workflow_type = in.type().name();
+  out.task_queue = in.task_queue();
+  out.status = status_name(in.status());
+  out.start_time = internal::to_rfc3339(in.start_time());
+  out.close_time = internal::to_rfc3339(in.close_time());
+  out.memo = internal::decode_memo(in.memo());
+  out.history_length = in.history_length();
 }
 
 }  // namespace
@@ -235,16 +255,30 @@ core::Result<WorkflowDescription> Client::describe_workflow(const std::string& w
   req.mutable_execution()->set_run_id(run_id);
   CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::DescribeWorkflowExecution, req,
                                      "describe workflow " + workflow_id));
-  const auto& info = resp.workflow_execution_info();
   WorkflowDescription d;
-  d.workflow_id = info.execution().workflow_id();
-  d.run_id = info.execution().run_id();
-  d.workflow_type = info.type().name();
-  d.task_queue = info.task_queue();
-  d.status = status_name(info.status());
-  d.history_length = info.history_length();
+  fill_info(resp.workflow_execution_info(), d);
   d.pending_activities = resp.pending_activities_size();
   return d;
+}
+
+core::Result<WorkflowPage> Client::list_workflows(const std::string& query, int page_size,
+                                                  const std::string& next_page_token) {
+  std::string what = "list workflows (query \"" + core::abbreviate(query, 200) + "\")";
+  if (page_size <= 0 || page_size > 1000)
+    return core::invalid_argument(what + ": page size " + std::to_string(page_size) +
+                                  " is outside 1..1000");
+  internal::wsv1::ListWorkflowExecutionsRequest req;
+  req.set_namespace_(conn_->ns());
+  req.set_page_size(page_size);
+  req.set_next_page_token(next_page_token);
+  req.set_query(query);
+  CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::ListWorkflowExecutions, req, what));
+  WorkflowPage page;
+  page.executions.resize(static_cast<size_t>(resp.executions_size()));
+  for (int i = 0; i < resp.executions_size(); ++i)
+    fill_info(resp.executions(i), page.executions[i]);
+  page.next_page_token = resp.next_page_token();
+  return page;
 }
 
 Outcome<Json> Client::get_result(const std::string& workflow_id, const std::string& run_id,

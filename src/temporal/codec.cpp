@@ -1,6 +1,7 @@
 #include "codec.hpp"
 
 #include "codeact/core/json.hpp"
+#include "codeact/core/time.hpp"
 
 namespace codeact::temporal::internal {
 
@@ -61,6 +62,18 @@ Args decode_payloads(const commonv1::Payloads& payloads) {
   args.reserve(payloads.payloads_size());
   for (const auto& p : payloads.payloads()) args.push_back(decode_payload(p));
   return args;
+}
+
+void encode_memo(const Json& memo, commonv1::Memo* out) {
+  out->clear_fields();
+  for (const auto& [key, value] : memo.items())
+    encode_payload(value, &(*out->mutable_fields())[key]);
+}
+
+Json decode_memo(const commonv1::Memo& memo) {
+  Json out = Json::object();
+  for (const auto& [key, payload] : memo.fields()) out[key] = decode_payload(payload);
+  return out;
 }
 
 void encode_failure(const Failure& f, failurev1::Failure* out) {
@@ -150,6 +163,11 @@ std::chrono::system_clock::time_point to_time_point(const google::protobuf::Time
   return std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::seconds(t.seconds()) + std::chrono::nanoseconds(t.nanos())));
+}
+
+std::string to_rfc3339(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0 && t.nanos() == 0) return "";
+  return core::format_rfc3339(to_time_point(t));
 }
 
 }  // namespace codeact::temporal::internal

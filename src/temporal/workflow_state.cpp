@@ -110,6 +110,7 @@ core::Status WorkflowState::replay(const Events& events, int64_t current_started
       if (info_.task_queue.empty()) info_.task_queue = a.task_queue().name();
       info_.first_execution_run_id = a.first_execution_run_id();
       info_.attempt = a.attempt();
+      memo_ = a.memo();
       original_run_id_ = a.original_execution_run_id();
       if (!a.workflow_id().empty()) info_.workflow_id = a.workflow_id();
       input_ = decode_payloads(a.input());
@@ -421,6 +422,7 @@ core::Status WorkflowState::run_until_blocked() {
           a->mutable_workflow_type()->set_name(info_.workflow_type);
           a->mutable_task_queue()->set_name(info_.task_queue);
           encode_payloads(can.args, a->mutable_input());
+          if (memo_.fields_size() > 0) *a->mutable_memo() = memo_;
         } catch (const std::exception& ex) {
           return core::unknown_error(std::string("workflow ") + info_.workflow_type +
                                      " threw: " + ex.what());

@@ -27,6 +27,7 @@
 #include "codeact/temporal/workflow.hpp"
 #include "history_matcher.hpp"
 #include "temporal/api/command/v1/message.pb.h"
+#include "temporal/api/common/v1/message.pb.h"
 #include "temporal/api/history/v1/message.pb.h"
 
 namespace codeact::temporal::internal {
@@ -111,6 +112,9 @@ class WorkflowState {
   WorkflowInfo info_;
   WorkflowContext ctx_;
   Args input_;
+  // The run's memo from its started event: a continue-as-new run is given it, as the official
+  // SDKs do (the server does not carry a memo over by itself).
+  ::temporal::api::common::v1::Memo memo_;
   std::optional<Task<Json>> root_;
   bool started_ = false;
   bool finished_ = false;

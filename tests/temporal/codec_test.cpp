@@ -31,5 +31,25 @@ TEST(DecodePayload, JsonNestedTooDeepIsAnUndecodableObjectNeverItsText) {
             std::string::npos);
 }
 
+TEST(Memo, EachKeyIsAPayloadFieldAndDecodesBackToTheSameObject) {
+  Json memo = {{"owner", "alice"}, {"n", 3}, {"tags", {"a"}}, {"none", nullptr}};
+  commonv1::Memo m;
+  encode_memo(memo, &m);
+  ASSERT_EQ(m.fields_size(), 4);
+  EXPECT_EQ(m.fields().at("owner").metadata().at("encoding"), "json/plain");
+  EXPECT_EQ(m.fields().at("owner").data(), "\"alice\"");
+  EXPECT_EQ(m.fields().at("none").metadata().at("encoding"), "binary/null");
+  EXPECT_EQ(decode_memo(m), memo);
+  EXPECT_EQ(decode_memo(commonv1::Memo()), Json::object());
+}
+
+TEST(Timestamp, UnsetIsEmptyAndSetIsRfc3339) {
+  google::protobuf::Timestamp t;
+  EXPECT_EQ(to_rfc3339(t), "");
+  t.set_seconds(1738314303);
+  t.set_nanos(42000000);
+  EXPECT_EQ(to_rfc3339(t), "2025-01-31T09:05:03.042Z");
+}
+
 }  // namespace
 }  // namespace codeact::temporal::internal

@@ -1,15 +1,18 @@
 // temporal::Client: talks to a Temporal frontend (WorkflowService over gRPC) for one namespace.
 //
 // Connect plain or with TLS, optionally with an API key (sent as `authorization: Bearer`).
-// Start, signal, signal-with-start, query, cancel, terminate and describe workflows, read their
-// result by long-polling history (following continue-as-new), and fetch full histories.
+// Start (with an optional memo), signal, signal-with-start, query, cancel, terminate, describe
+// and list workflows, read their result by long-polling history (following continue-as-new),
+// and fetch full histories.
 // A Client is thread-safe and cheap to share (it holds one gRPC channel); Workers use one too.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "codeact/core/result.hpp"
 #include "codeact/temporal/failure.hpp"
@@ -51,6 +54,13 @@ struct StartWorkflowOptions {
   std::chrono::milliseconds execution_timeout{0};  // 0 = unlimited
   std::chrono::milliseconds run_timeout{0};        // 0 = unlimited
   std::chrono::milliseconds task_timeout{0};       // 0 = server default (10s)
+  // The run's memo: each key becomes a memo field whose payload is its value (json/plain, like
+  // every payload), readable by any Temporal client and returned by describe_workflow and
+  // list_workflows. A key whose value is null is not kept (the server drops null fields).
+  // Not indexed: list queries cannot filter on it. A Worker of this SDK carries it on to a
+  // continue-as-new run.
+  // {} (default) or null = no memo. REQUIRES: an object (else InvalidArgument, nothing sent).
+  Json memo = Json::object();
 };
 
 struct WorkflowRun {
@@ -59,15 +69,33 @@ struct WorkflowRun {
   bool started = true;  // false when an existing run was used (kUseExisting)
 };
 
-struct WorkflowDescription {
+// One run of a workflow as the server reports it (describe_workflow, list_workflows).
+struct WorkflowExecutionInfo {
   std::string workflow_id;
   std::string run_id;
   std::string workflow_type;
   std::string task_queue;
-  std::string status;  // "Running", "Completed", "Failed", "Canceled", "Terminated",
-                       // "ContinuedAsNew", "TimedOut"
+  std::string status;      // "Running", "Completed", "Failed", "Canceled", "Terminated",
+                           // "ContinuedAsNew", "TimedOut"
+  std::string start_time;  // RFC 3339 UTC with milliseconds (core::format_rfc3339); "" if unset
+  std::string close_time;  // the same; "" while the run is open
+  // The decoded memo fields ({} when the run has none). A run this SDK's Worker continued as
+  // new carries its predecessor's memo.
+  Json memo = Json::object();
   int64_t history_length = 0;
-  int pending_activities = 0;
+};
+
+// What describe_workflow adds to a run's info.
+struct WorkflowDescription : WorkflowExecutionInfo {
+  int pending_activities = 0;  // activities scheduled and not yet closed
+};
+
+// One page of list_workflows.
+struct WorkflowPage {
+  std::vector<WorkflowExecutionInfo> executions;
+  // Opaque bytes (any byte value: base64 them before putting them in a URL or JSON);
+  // "" = this was the last page.
+  std::string next_page_token;
 };
 
 // A workflow's event history, kept as the serialized temporal.api.history.v1.History message.
@@ -117,8 +145,22 @@ class Client {
                                const std::string& reason = "");
   core::Status terminate_workflow(const std::string& workflow_id, const std::string& run_id = "",
                                   const std::string& reason = "");
+  // The run ("" run_id = the latest run of the id). NotFound when there is none.
   core::Result<WorkflowDescription> describe_workflow(const std::string& workflow_id,
                                                       const std::string& run_id = "");
+  // Runs matching a visibility query (ListWorkflowExecutions), every run of an id its own entry
+  // (continue-as-new makes one per run), in the server's order (the dev server: open runs
+  // first, then closed ones by close time, newest first). `query` is Temporal's list filter, e.g.
+  // "WorkflowType = 'CodeActChatWorkflow'", "WorkflowId = 'x'",
+  // "WorkflowType = 'T' AND ExecutionStatus = 'Running'"; "" = all runs of the namespace. The
+  // dev server (SQLite) supports these fields; a query it cannot parse is InvalidArgument.
+  // Visibility is eventually consistent: a run just started, or just closed, may show up (or
+  // show its new status) in the list a little later (on the dev server typically well under a
+  // second), while describe_workflow sees it at once; poll when that matters.
+  // Pass a page's next_page_token to get the next page. REQUIRES: 0 < page_size <= 1000
+  // (else InvalidArgument).
+  core::Result<WorkflowPage> list_workflows(const std::string& query, int page_size = 100,
+                                            const std::string& next_page_token = "");
   // Waits for the run to close and returns its result (the first payload; null if none).
   // A failed, cancelled, terminated or timed-out run gives the Failure (kApplication/kCanceled/
   // kTerminated/kTimeout) with the server's message; continue-as-new is followed when
