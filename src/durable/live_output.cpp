@@ -2,6 +2,7 @@
 // them in turn (one chunk at a time), and the offset counting of a call's sink.
 #include "codeact/durable/live_output.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -104,15 +105,15 @@ struct LiveOutput::Hub {
   void unsubscribe(uint64_t id) {
     std::unique_lock lock(mu);
     std::shared_ptr<Subscriber> s;
-    for (auto it = by_workflow.begin(); it != by_workflow.end() && !s; ++it) {
+    for (auto it = by_workflow.begin(); it != by_workflow.end(); ++it) {
       auto& subs = it->second;
-      for (auto sit = subs.begin(); sit != subs.end(); ++sit) {
-        if ((*sit)->id != id) continue;
-        s = *sit;
-        subs.erase(sit);
-        if (subs.empty()) by_workflow.erase(it);
-        break;
-      }
+      auto found =
+          std::find_if(subs.begin(), subs.end(), [&](const auto& x) { return x->id == id; });
+      if (found == subs.end()) continue;
+      s = *found;
+      subs.erase(found);
+      if (subs.empty()) by_workflow.erase(it);
+      break;
     }
     if (!s) return;
     s->active = false;
