@@ -25,6 +25,7 @@ std::string event_kind(const AgentEvent& event) {
           },
           [](const ModelResponseEvent&) -> std::string { return "model_response"; },
           [](const ToolCallEvent&) -> std::string { return "tool_call"; },
+          [](const ToolOutputEvent&) -> std::string { return "tool_output"; },
           [](const ToolResultEvent&) -> std::string { return "tool_result"; },
           [](const FinalResultEvent&) -> std::string { return "final_result"; },
       },
@@ -51,6 +52,13 @@ Json to_json(const AgentEvent& event) {
             return Json{{"event_kind", "tool_call"},
                         {"run_step", e.run_step},
                         {"part", llm::to_json(llm::ModelResponsePart(e.part))}};
+          },
+          [](const ToolOutputEvent& e) {
+            return Json{{"event_kind", "tool_output"},
+                        {"run_step", e.run_step},
+                        {"tool_call_id", e.tool_call_id},
+                        {"stream", e.stream},
+                        {"text", e.text}};
           },
           [](const ToolResultEvent& e) {
             Json part = std::visit(

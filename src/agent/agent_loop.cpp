@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <exception>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <random>
 
 #include "codeact/agent/agent.hpp"
@@ -77,6 +79,16 @@ std::variant<ToolReturnPart, RetryPromptPart> result_part(const ToolCall& call, 
                          timestamp};
 }
 
+// `handler`, called by one thread at a time: tool output (RunContext::on_output) may come from a
+// tool's thread while the loop emits on its own.
+EventHandler serialized(EventHandler handler) {
+  if (!handler) return handler;
+  return [mu = std::make_shared<std::mutex>(), handler = std::move(handler)](const AgentEvent& e) {
+    std::lock_guard lock(*mu);
+    handler(e);
+  };
+}
+
 // The tools of one step, by name.
 struct StepTools {
   std::vector<ToolInfo> tools;
@@ -111,7 +123,9 @@ class AgentRun {
                                           : opts_.model_settings),
         now_(drivers.now ? drivers.now
                          : std::function<std::string()>([] { return core::now_rfc3339(); })),
-        executor_(drivers.executor) {}
+        executor_(drivers.executor) {
+    options_.on_event = serialized(std::move(options_.on_event));
+  }
 
   Task<Result<AgentRunResult>> run() {
     start();
@@ -415,6 +429,13 @@ class AgentRun {
     auto failures = tool_failures_.find(c.tool_name);
     p.ctx.retry = failures == tool_failures_.end() ? 0 : failures->second;
     p.ctx.max_retries = max_retries;
+    if (options_.on_event) {
+      // Valid while the call runs (RunContext::on_output): this run outlives its calls.
+      p.ctx.on_output = [handler = &options_.on_event, step = base_.run_step, id = c.tool_call_id](
+                            const std::string& stream, const std::string& text) {
+        (*handler)(ToolOutputEvent{step, id, stream, text});
+      };
+    }
     p.info = &info;
     p.slot = slot;
     return std::optional<PendingCall>(std::move(p));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <sstream>
+#include <string_view>
 
 namespace codeact::cli {
 
@@ -33,6 +34,9 @@ void LiveView::show_json(const core::Json& j) {
       if (const auto* call = std::get_if<llm::ToolCallPart>(&*p))
         (*this)(agent::ToolCallEvent{step, *call});
     }
+  } else if (kind == "tool_output") {
+    (*this)(agent::ToolOutputEvent{step, core::json_string(j, "tool_call_id"),
+                                   core::json_string(j, "stream"), core::json_string(j, "text")});
   } else if (kind == "tool_result") {
     auto p = llm::request_part_from_json(j.value("part", core::Json::object()));
     if (p.ok()) {
@@ -84,9 +88,43 @@ void LiveView::show(const agent::ToolCallEvent& e) {
   }
 }
 
+namespace {
+const char* live_prefix(const std::string& stream) {
+  return stream == "stderr" ? "    ! " : "    │ ";
+}
+}  // namespace
+
+void LiveView::show(const agent::ToolOutputEvent& e) {
+  Shown& shown = live_[e.tool_call_id][e.stream];
+  shown.text += e.text;
+  shown.partial += e.text;
+  size_t start = 0;
+  for (size_t nl; (nl = shown.partial.find('\n', start)) != std::string::npos; start = nl + 1)
+    out_ << live_prefix(e.stream) << std::string_view(shown.partial).substr(start, nl - start)
+         << "\n";
+  shown.partial.erase(0, start);
+}
+
 void LiveView::show(const agent::ToolResultEvent& e) {
+  const std::string& id =
+      std::visit([](const auto& p) -> const std::string& { return p.tool_call_id; }, e.result);
+  std::map<std::string, Shown> shown;
+  if (auto it = live_.find(id); it != live_.end()) {
+    shown = std::move(it->second);
+    live_.erase(it);
+  }
+  for (const auto& [stream, s] : shown) {
+    if (!s.partial.empty()) out_ << live_prefix(stream) << s.partial << "\n";
+  }
   if (const auto* ret = std::get_if<llm::ToolReturnPart>(&e.result)) {
-    out_ << indent(ret->content_text(), "    ");
+    std::string text = ret->content_text();
+    // The block SandboxTools::format_cell makes of a stream, when it is what was shown live.
+    for (const auto& [stream, s] : shown) {
+      if (s.text.empty()) continue;
+      std::string block = stream + ":\n" + s.text + (s.text.back() == '\n' ? "" : "\n");
+      if (auto at = text.find(block); at != std::string::npos) text.erase(at, block.size());
+    }
+    out_ << indent(text, "    ");
   } else {
     const auto& retry = std::get<llm::RetryPromptPart>(e.result);
     out_ << indent(retry.content, "    ↻ sent back to the model: ");

@@ -73,6 +73,7 @@ ToolResult execute_python(const Bound& b, const ExecutePythonArgs& a, const RunC
   req.timeout_seconds = SandboxTools::timeout_for(b.options, a.timeout);
   req.max_output_bytes = b.options.max_output_bytes;
   req.cancel = ctx.cancel;
+  req.on_output = ctx.on_output;  // empty when nobody watches: the kernel then does not stream
   auto r = b.functions ? b.functions->execute(b.sandbox(), b.id(), req)
                        : b.sandbox().execute(b.id(), req);
   if (!r.ok()) return tool_result_from_error(r.error());

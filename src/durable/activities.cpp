@@ -163,13 +163,16 @@ Result<ModelRequestOutput> CodeActActivities::model_request(const ModelRequestIn
   return ModelRequestOutput{std::move(response), std::move(*instructions)};
 }
 
-Result<agent::ToolResult> CodeActActivities::tool_call(const ToolCallInput& in) {
+Result<agent::ToolResult> CodeActActivities::tool_call(const ToolCallInput& in,
+                                                       const std::string& workflow_id) {
   CODEACT_TRY(auto binding, state_->bind(in.target));
   CODEACT_TRY(auto toolset, binding.toolset(in.toolset));
   agent::RunContext ctx = in.ctx;
   ctx.executor = nullptr;
   ctx.cancel = nullptr;
   ctx.deps = Json{{"sandbox_id", in.target.bind.sandbox_id}};
+  if (state_->env->live_output && !workflow_id.empty())
+    ctx.on_output = state_->env->live_output->call_sink(workflow_id, ctx);
   auto listed = run_here(toolset->get_tools(ctx));
   if (!listed.ok()) return std::move(listed).error();
   const bool known = std::any_of(listed->begin(), listed->end(), [&](const agent::ToolInfo& t) {
@@ -186,7 +189,8 @@ Result<agent::ToolResult> CodeActActivities::tool_call(const ToolCallInput& in) 
   return result;
 }
 
-Result<Json> CodeActActivities::call(const std::string& name, const Json& input) {
+Result<Json> CodeActActivities::call(const std::string& name, const Json& input,
+                                     const std::string& workflow_id) {
   if (name == kSandboxStartActivity) {
     CODEACT_TRY(auto in, SandboxStartInput::from_json(input));
     CODEACT_TRY(auto out, sandbox_start(in));
@@ -214,7 +218,7 @@ Result<Json> CodeActActivities::call(const std::string& name, const Json& input)
   }
   if (name == kToolCallActivity) {
     CODEACT_TRY(auto in, ToolCallInput::from_json(input));
-    CODEACT_TRY(auto out, tool_call(in));
+    CODEACT_TRY(auto out, tool_call(in, workflow_id));
     return to_json(out);
   }
   return core::not_found("no activity \"" + name + "\" among the codeact.* activities");
@@ -232,7 +236,7 @@ void register_codeact(temporal::Worker& worker, std::shared_ptr<WorkerEnv> env) 
                 fmt::format("{}: expected one argument, got {}", name, args.size()));
           Heartbeat hb(ctx);
           const auto start = std::chrono::steady_clock::now();
-          auto out = activities->call(name, args[0]);
+          auto out = activities->call(name, args[0], ctx.info().workflow_id);
           core::log().debug(
               "{} took {:.1f} ms", name,
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

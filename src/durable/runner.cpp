@@ -39,6 +39,7 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
     WorkerRunnerOptions options) {
   auto r = std::make_unique<Impl>();
   r->env = std::make_shared<WorkerEnv>();
+  r->env->live_output = std::make_shared<LiveOutput>();  // a server in this process subscribes
   if (options.builder) {
     r->env->builder = std::move(*options.builder);
   } else {

@@ -403,6 +403,57 @@ TEST(AgentTest, CancelledToolEndsTheRun) {
   EXPECT_NE(result.error().message().find("user pressed stop"), std::string::npos);
 }
 
+TEST(AgentTest, ToolOutputComesAsEventsBetweenTheCallAndItsResult) {
+  int turn = 0;
+  auto model = std::make_shared<llm::FunctionModel>(
+      [&](const std::vector<llm::ModelMessage>&,
+          const llm::AgentInfo&) -> core::Result<llm::ModelResponse> {
+        return ++turn == 1 ? tool_call("work", Json::object(), "c1") : text("done");
+      });
+  bool had_sink = false;
+  // Not sequential: direct mode runs it on a thread of its own, and its output still comes in
+  // order, one event at a time.
+  AgentOptions options;
+  options.toolsets.push_back(std::make_shared<FunctionToolset>(std::vector<Tool>{Tool::from_schema(
+      "work", "", Json{{"type", "object"}}, [&](const Json&, const RunContext& ctx) -> ToolResult {
+        had_sink = static_cast<bool>(ctx.on_output);
+        if (ctx.on_output) {
+          ctx.on_output("stdout", "step 1\n");
+          ctx.on_output("stderr", "careful\n");
+          ctx.on_output("stdout", "step 2\n");
+        }
+        return ToolOutcome{ToolReturn{"worked", std::nullopt}};
+      })}));
+  Agent agent(model, options);
+  std::vector<Json> events;
+  RunOptions ro;
+  ro.on_event = [&](const AgentEvent& e) {
+    if (event_kind(e).rfind("tool_", 0) == 0) events.push_back(to_json(e));
+  };
+  auto result = agent.run("go", ro);
+  ASSERT_TRUE(result.ok()) << result.error().to_string();
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events[0]["event_kind"], "tool_call");
+  auto output = [](const std::string& stream, const std::string& text) {
+    return Json{{"event_kind", "tool_output"},
+                {"run_step", 1},
+                {"tool_call_id", "c1"},
+                {"stream", stream},
+                {"text", text}};
+  };
+  EXPECT_EQ(events[1], output("stdout", "step 1\n"));
+  EXPECT_EQ(events[2], output("stderr", "careful\n"));
+  EXPECT_EQ(events[3], output("stdout", "step 2\n"));
+  EXPECT_EQ(events[4]["event_kind"], "tool_result");
+  // The result is the tool's return, not its output.
+  EXPECT_EQ(events[4]["part"]["content"], "worked");
+
+  // Nobody watching: the tool gets no sink (and need not ask for live output).
+  turn = 0;
+  ASSERT_TRUE(agent.run("go").ok());
+  EXPECT_FALSE(had_sink);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The durable seam: a single-threaded executor, and effects that complete "later" (as activity
 // results would), never on another thread.

@@ -62,6 +62,27 @@ def test_run_without_json_shows_the_run_live_and_ends_with_the_answer(cli, run_i
     assert "ZeroDivisionError" in json.dumps(model.requests[1]["messages"])
 
 
+def test_run_shows_a_cells_output_as_it_prints_and_not_again_with_the_result(cli, run_id):
+    model = ScriptedModel([
+        python_turn("call_1", "import sys, time\nprint('tick 1')\ntime.sleep(0.5)\nprint('tick 2')\n"
+                              "print('careful', file=sys.stderr)\n6 * 7"),
+        {"content": "Done."},
+    ])
+    try:
+        p = cli("run", "--no-durable", "--model", model.model_flag, "--prompts", PROMPTS, "--workflow-id", run_id,
+                "Tick.", check=0)
+    finally:
+        model.close()
+    # The live lines, then the result without the stdout/stderr blocks already shown.
+    assert "    │ tick 1\n    │ tick 2\n" in p.out, p.out
+    assert "    ! careful\n" in p.out, p.out
+    assert "stdout:" not in p.out and "stderr:" not in p.out, p.out
+    assert "result: 42" in p.out, p.out
+    # The model read them in the result.
+    second = json.dumps(model.requests[1]["messages"])
+    assert "tick 2" in second and "careful" in second
+
+
 def test_no_model_configured_names_the_variable_and_the_flag(cli, tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_API_KEY",

@@ -115,6 +115,42 @@ TEST_F(SandboxToolsUnit, CellCarriesTheCallsExecutionIdAndARetryGetsTheRecordedR
   EXPECT_EQ(backend_->with("s1", [](auto& s) { return s.cell; }), 1) << "the cell ran once";
 }
 
+TEST_F(SandboxToolsUnit, WhatACellPrintsGoesToTheCallsOutputSinkWhileItRuns) {
+  std::vector<std::pair<std::string, std::string>> live;
+  bool streamed = false;
+  backend_->on_execute = [&](FakeSandboxBackend::Sandbox&, const sandbox::ExecuteRequest& req) {
+    streamed = static_cast<bool>(req.on_output);
+    if (req.on_output) {
+      req.on_output("stdout", "1\n");
+      EXPECT_EQ(live.size(), 1u) << "the piece reached the sink before the cell ended";
+      req.on_output("stderr", "oops\n");
+    }
+    sandbox::ExecuteResult r;
+    r.ok = true;
+    r.stdout_text = "1\n";
+    r.stderr_text = "oops\n";
+    return core::Result<sandbox::ExecuteResult>(r);
+  };
+  SandboxTools t = tools();
+  agent::RunContext ctx;
+  ctx.run_id = "run-7";
+  ctx.run_step = 1;
+  ctx.tool_call_id = "c1";
+  ctx.on_output = [&](const std::string& stream, const std::string& text) {
+    live.emplace_back(stream, text);
+  };
+  agent::RunLoop loop;
+  auto r = loop.run(t.call_tool(agent::ToolCall{"execute_python", {{"code", "..."}}, "c1"}, ctx));
+  EXPECT_TRUE(streamed);
+  EXPECT_EQ(live, (std::vector<std::pair<std::string, std::string>>{{"stdout", "1\n"},
+                                                                    {"stderr", "oops\n"}}));
+  EXPECT_NE(text_of(r).find("stdout:\n1\n"), std::string::npos) << "the result has it all too";
+
+  // No sink (nobody watches): the backend is not asked to stream.
+  EXPECT_TRUE(call("execute_python", {{"code", "..."}}, "c2").ok());
+  EXPECT_FALSE(streamed);
+}
+
 TEST_F(SandboxToolsUnit, TimeoutsAreClampedToWhatTheOptionsAllow) {
   auto asked = [&](Json args) {
     args["code"] = "pass";

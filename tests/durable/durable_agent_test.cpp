@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 
 #include "../support/fake_sandbox_backend.hpp"
 #include "../support/scripted_agent.hpp"
@@ -362,6 +364,55 @@ TEST(DurableActivitiesTest, DockerTroubleIsRetriedAndTheModelsMistakesGoBackToIt
   auto down = d.activities->tool_call(call);
   ASSERT_FALSE(down.ok()) << "an activity failure, which Temporal retries";
   EXPECT_EQ(down.error().code(), core::Code::kUnavailable);
+}
+
+TEST(DurableActivitiesTest, ToolCallPublishesACellsOutputUnderItsWorkflowWhileTheCellRuns) {
+  auto model = std::make_shared<RecordingModel>(two_turns());
+  DurableRun d(std::make_shared<ScriptedAgent>("simple_agent", model));
+  d.env->live_output = std::make_shared<LiveOutput>();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<LiveChunk> seen;
+  auto sub = d.env->live_output->subscribe("wf-1", [&](const LiveChunk& c) {
+    std::lock_guard lock(mu);
+    seen.push_back(c);
+    cv.notify_all();
+  });
+  // The cell prints a line, then goes on only once the subscriber has had it (or 5 s passed).
+  bool seen_while_running = false;
+  d.backend->on_execute = [&](FakeSandboxBackend::Sandbox&, const sandbox::ExecuteRequest& req) {
+    EXPECT_TRUE(req.on_output) << "the activity asks for live output";
+    if (req.on_output) req.on_output("stdout", "working\n");
+    std::unique_lock lock(mu);
+    seen_while_running = cv.wait_for(lock, std::chrono::seconds(5), [&] { return !seen.empty(); });
+    sandbox::ExecuteResult r;
+    r.ok = true;
+    r.stdout_text = "working\n";
+    return core::Result<sandbox::ExecuteResult>(r);
+  };
+  ASSERT_TRUE(d.backend->start(sandbox::SandboxOptions{.id = "s1"}).ok());
+  ToolCallInput call;
+  call.target.agent = "simple_agent";
+  call.target.bind.sandbox_id = "s1";
+  call.call = agent::ToolCall{"execute_python", Json{{"code", "print('working')"}}, "call_1"};
+  call.ctx.run_id = "wf-1/run-1";
+  call.ctx.run_step = 1;
+  call.ctx.tool_call_id = "call_1";
+  auto r = d.activities->call(kToolCallActivity, call.to_json(), "wf-1");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(seen_while_running) << "the subscriber had the line before the cell ended";
+  std::lock_guard lock(mu);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], (LiveChunk{"wf-1", "wf-1/run-1", 1, "call_1", "stdout", "working\n", 0}));
+
+  // Without a workflow id (or without a hub) nothing is published and the kernel is not asked
+  // to stream.
+  d.backend->on_execute = [&](FakeSandboxBackend::Sandbox&, const sandbox::ExecuteRequest& req) {
+    EXPECT_FALSE(req.on_output);
+    return core::Result<sandbox::ExecuteResult>(sandbox::ExecuteResult{.ok = true});
+  };
+  call.call.tool_call_id = call.ctx.tool_call_id = "call_2";
+  ASSERT_TRUE(d.activities->tool_call(call).ok());
 }
 
 }  // namespace

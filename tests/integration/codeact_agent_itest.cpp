@@ -4,6 +4,8 @@
 // model was told after a failing cell, a bad tool call, an unknown tool, and a usage limit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <random>
 
 #include "codeact/codeact/codeact_agent.hpp"
@@ -151,6 +153,61 @@ TEST_F(CodeActAgentTest, ScriptedTrajectoryWritesACsvRecoversFromErrorsAndAnswer
   EXPECT_NE(
       tool_message(request_messages(server, 4), "call_fixed").find("sum of squares 1..5 = 55"),
       std::string::npos);
+}
+
+TEST_F(CodeActAgentTest, ACellsOutputComesAsToolOutputEventsWhileItRuns) {
+  FakeProviderServer server;
+  server.enqueue(json_response(python_call("call_live",
+                                           "import sys, time\n"
+                                           "for i in range(3):\n"
+                                           "    print(f'tick {i}')\n"
+                                           "    time.sleep(0.7)\n"
+                                           "print('careful', file=sys.stderr)\n"
+                                           "'done'")));
+  server.enqueue(json_response(text_answer("Ticked three times.")));
+  struct Seen {
+    std::string kind;
+    agent::AgentEvent event;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::vector<Seen> seen;
+  CodeActRunOptions options;
+  options.sandbox_id = new_sandbox("itest-live");
+  options.on_event = [&](const agent::AgentEvent& e) {
+    seen.push_back({agent::event_kind(e), e, std::chrono::steady_clock::now()});
+  };
+  SimpleAgent agent;
+  auto result = agent.run_direct("Tick.", builder(server), manager_, options);
+  ASSERT_TRUE(result.ok()) << result.error().message();
+  EXPECT_EQ(result->output.message, "Ticked three times.");
+
+  auto at = [&](const std::string& kind) {
+    return std::find_if(seen.begin(), seen.end(), [&](const Seen& s) { return s.kind == kind; });
+  };
+  auto call = at("tool_call");
+  auto result_event = at("tool_result");
+  ASSERT_NE(call, seen.end());
+  ASSERT_NE(result_event, seen.end());
+  std::string out, err;
+  std::vector<std::chrono::steady_clock::time_point> ticks;
+  for (auto it = seen.begin(); it != seen.end(); ++it) {
+    if (it->kind != "tool_output") continue;
+    EXPECT_GT(it, call) << "output after the call";
+    EXPECT_LT(it, result_event) << "output before the result";
+    const auto& o = std::get<agent::ToolOutputEvent>(it->event);
+    EXPECT_EQ(o.tool_call_id, "call_live");
+    EXPECT_EQ(o.run_step, 1);
+    (o.stream == "stdout" ? out : err) += o.text;
+    if (o.stream == "stdout") ticks.push_back(it->at);
+  }
+  EXPECT_EQ(out, "tick 0\ntick 1\ntick 2\n");
+  EXPECT_EQ(err, "careful\n");
+  // Each tick came as it was printed, not all at the end: the first one well before the result.
+  ASSERT_FALSE(ticks.empty());
+  EXPECT_GE(result_event->at - ticks.front(), std::chrono::milliseconds(1500));
+  // The model read the whole output in the result.
+  EXPECT_NE(tool_message(request_messages(server, 1), "call_live").find("tick 2"),
+            std::string::npos);
 }
 
 TEST_F(CodeActAgentTest, UsageLimitEndsTheRunWithAClearErrorAndRemovesTheContainer) {

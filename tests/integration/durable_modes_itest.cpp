@@ -4,10 +4,13 @@
 // its own model must get that model when it runs durably (it used to get the worker's default).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <mutex>
 #include <random>
 
 #include "../support/scripted_agent.hpp"
 #include "codeact/codeact/codeact_agent.hpp"
+#include "codeact/durable/live_output.hpp"
 #include "codeact/durable/workflows.hpp"
 #include "codeact/llm/model_factory.hpp"
 #include "codeact/sandbox/docker_client.hpp"
@@ -51,9 +54,11 @@ class DurableModesTest : public ::testing::Test {
     return std::move(*b);
   }
 
-  // A worker for `agent` on a fresh task queue.
-  std::string start_worker(codeact::AgentBuilder b, std::shared_ptr<codeact::CodeActAgent> agent) {
+  // A worker for `agent` on a fresh task queue (publishing live output to `live`, when given).
+  std::string start_worker(codeact::AgentBuilder b, std::shared_ptr<codeact::CodeActAgent> agent,
+                           std::shared_ptr<LiveOutput> live = nullptr) {
     auto env = std::make_shared<WorkerEnv>();
+    env->live_output = std::move(live);
     env->builder = std::move(b);
     env->backend = manager_;
     env->agents[agent->name()] = std::move(agent);
@@ -183,6 +188,62 @@ TEST_F(DurableModesTest, SameAgentDirectAndDurableTellsItsModelTheSame) {
   EXPECT_EQ(durable->files, direct->output.file_paths);
   EXPECT_EQ(durable->files, std::vector<std::string>{"/output/rows.json"});
   EXPECT_EQ(durable->model, direct->model_name);
+}
+
+TEST_F(DurableModesTest, ASubscriberInTheWorkersProcessSeesACellsOutputWhileItRuns) {
+  auto model = std::make_shared<RecordingModel>(std::vector<llm::ModelResponse>{
+      RecordingModel::python_call("call_1",
+                                  "import sys, time\n"
+                                  "for i in range(3):\n"
+                                  "    print(f'tick {i}')\n"
+                                  "    time.sleep(0.7)\n"
+                                  "print('careful', file=sys.stderr)"),
+      RecordingModel::text("Ticked three times.")});
+  auto live = std::make_shared<LiveOutput>();
+  const std::string queue =
+      start_worker(builder(), std::make_shared<ScriptedAgent>("simple_agent", model), live);
+  const std::string workflow_id = "live-wf-" + random_hex();
+  struct Arrived {
+    LiveChunk chunk;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::mutex mu;
+  std::vector<Arrived> arrived;
+  auto sub = live->subscribe(workflow_id, [&](const LiveChunk& c) {
+    std::lock_guard lock(mu);
+    arrived.push_back({c, std::chrono::steady_clock::now()});
+  });
+  auto other = live->subscribe("another-workflow", [](const LiveChunk& c) {
+    ADD_FAILURE() << "a chunk of another workflow: " << c.text;
+  });
+
+  TaskInput in;
+  in.task = "Tick.";
+  in.sandbox_id = new_sandbox("live");
+  auto out = run_durably(queue, in, workflow_id);
+  ASSERT_TRUE(out.ok()) << out.error().to_string();
+  EXPECT_EQ(out->output, "Ticked three times.");
+
+  std::lock_guard lock(mu);
+  ASSERT_FALSE(arrived.empty()) << "no live output reached the subscriber";
+  LiveOutputCursor cursor;
+  std::string stdout_text, stderr_text;
+  for (const auto& a : arrived) {
+    EXPECT_EQ(a.chunk.workflow_id, workflow_id);
+    EXPECT_EQ(a.chunk.run_id.rfind(workflow_id + "/", 0), 0u) << a.chunk.run_id;
+    EXPECT_EQ(a.chunk.run_step, 1);
+    EXPECT_EQ(a.chunk.tool_call_id, "call_1");
+    (a.chunk.stream == "stdout" ? stdout_text : stderr_text) += cursor.unseen(a.chunk);
+  }
+  EXPECT_EQ(stdout_text, "tick 0\ntick 1\ntick 2\n");
+  EXPECT_EQ(stderr_text, "careful\n");
+  // The first tick came while the cell still slept: well before the last piece (so before the
+  // activity completed), not all at its end.
+  EXPECT_GE(arrived.back().at - arrived.front().at, std::chrono::milliseconds(1000));
+  // The model read the whole output in the result, as without a subscriber.
+  auto requests = model->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_NE(requests[1].messages.dump().find("tick 2"), std::string::npos);
 }
 
 }  // namespace

@@ -30,9 +30,13 @@
 //     limit, before a request that would exceed the request limit and after a response that
 //     exceeded a token limit.
 //   - Events (AgentEvent) go to RunOptions::on_event in order: model request started, text
-//     deltas and other stream events, the complete response, each tool call, each tool result,
-//     the final result. Delivered serially; in direct mode stream events come from the thread
-//     calling the model.
+//     deltas and other stream events, the complete response, each tool call, the output of a
+//     tool while it runs (ToolOutputEvent: the loop gives each call a RunContext::on_output when
+//     on_event is set), each tool result, the final result. Delivered serially (one at a time,
+//     never concurrently); in direct mode stream events come from the thread calling the model
+//     and tool output from the thread running the tool. In durable mode a workflow's loop never
+//     sees tool output (the tool runs in an activity on a worker, which publishes it to
+//     durable::LiveOutput instead).
 //
 // Thread-safety: an Agent is immutable after construction; several runs may use it at once.
 #pragma once
@@ -72,6 +76,15 @@ struct ToolCallEvent {  // a function tool is about to run
   int run_step = 0;
   llm::ToolCallPart part;
 };
+// Output of a running tool call (a cell's prints), between its ToolCallEvent and its
+// ToolResultEvent; only from tools that stream (SandboxTools' execute_python). The result still
+// carries the whole output (cut as the model sees it): these events are a preview, not a record.
+struct ToolOutputEvent {
+  int run_step = 0;
+  std::string tool_call_id;
+  std::string stream;  // "stdout" | "stderr"
+  std::string text;    // the next piece of that stream, as it came (not cut into lines)
+};
 struct ToolResultEvent {  // a tool call finished (return or retry prompt)
   int run_step = 0;
   std::variant<llm::ToolReturnPart, llm::RetryPromptPart> result;
@@ -82,14 +95,15 @@ struct FinalResultEvent {  // the run produced its output
   std::string tool_name;  // the output tool when structured output came through one, else ""
 };
 using AgentEvent = std::variant<ModelRequestStartEvent, ModelStreamEvent, ModelResponseEvent,
-                                ToolCallEvent, ToolResultEvent, FinalResultEvent>;
+                                ToolCallEvent, ToolOutputEvent, ToolResultEvent, FinalResultEvent>;
 using EventHandler = std::function<void(const AgentEvent&)>;
 
-// {"event_kind": "model_request_start"|"model_stream"|"model_response"|"tool_call"|"tool_result"|
-//  "final_result", "run_step": n, ...}
+// {"event_kind": "model_request_start"|"model_stream"|"model_response"|"tool_call"|"tool_output"|
+//  "tool_result"|"final_result", "run_step": n, ...}; a tool_output has "tool_call_id", "stream"
+// and "text".
 Json to_json(const AgentEvent& event);
 // Convenience: "model_request_start", "text_delta" (for a text stream delta), "model_stream",
-// "model_response", "tool_call", "tool_result", "final_result".
+// "model_response", "tool_call", "tool_output", "tool_result", "final_result".
 std::string event_kind(const AgentEvent& event);
 
 // ---------------------------------------------------------------------------------------------

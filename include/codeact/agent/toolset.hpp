@@ -37,9 +37,14 @@
 
 namespace codeact::agent {
 
+// Where a tool sends what it shows while it runs (a cell's prints), before its result: `stream`
+// is "stdout" or "stderr", `text` the next piece of that stream, in order (not cut into lines).
+// May be called from any thread the tool runs on; must return quickly.
+using ToolOutputSink = std::function<void(const std::string& stream, const std::string& text)>;
+
 // What a tool (and the instructions function) knows about the run. Copyable; apart from the
-// executor, cancel and messages pointers it is plain data, so the durable layer ships it to an
-// activity (its JSON form is in durable/payloads.hpp).
+// executor, cancel and messages pointers and the output sink it is plain data, so the durable
+// layer ships it to an activity (its JSON form is in durable/payloads.hpp).
 struct RunContext {
   Json deps;  // user data for tools and instructions (e.g. {"sandbox_id": ...})
   std::string agent_name;
@@ -58,6 +63,11 @@ struct RunContext {
   // The conversation so far. Null in a durable tool call (the codeact.tool_call activity does
   // not carry the conversation; durable/durable_agent.hpp); set for the instructions.
   const std::vector<llm::ModelMessage>* messages = nullptr;
+  // Set for a tool call when someone watches the run: the agent loop turns what a tool sends here
+  // into ToolOutputEvents (agent.hpp); a durable worker publishes it (durable/live_output.hpp).
+  // Empty = nobody watches (a tool then need not ask for live output at all). Valid while the
+  // call runs; a tool must not keep it past its return.
+  ToolOutputSink on_output;
 };
 
 struct ToolReturn {

@@ -16,6 +16,10 @@
 //   - Bad arguments, missing files/variables and refused packages are ModelRetry (the model may
 //     fix them); Docker/kernel failures are Errors (a durable activity retries those), see
 //     tool_result_from_error().
+// While a cell runs, what it prints goes to the call's RunContext::on_output (when set), piece by
+// piece as the kernel sends it (cut past the backend's stream cap); the result then has it all,
+// cut to max_output_bytes. execute_bash does not stream: the backend returns a script's output
+// when it ends (SandboxBackend::bash).
 // Every execute_python and execute_bash call carries execution id `execution_id(ctx)`, derived
 // from the run id, run step and tool_call_id: a retried call (a durable activity retry, a replayed
 // step) returns the recorded result instead of running the cell or script again.

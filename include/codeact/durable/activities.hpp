@@ -9,7 +9,8 @@
 //                           toolset, retries, the model's name (fails early without a model)
 //   codeact.model_request   render the instructions from the sandbox's live state, put them on
 //                           the last request, call the agent's model (its llm_model hook)
-//   codeact.tool_call       one call of the toolset with the given id (SandboxTools: "sandbox")
+//   codeact.tool_call       one call of the toolset with the given id (SandboxTools: "sandbox");
+//                           a cell's output is published while it runs (live_output.hpp)
 //
 // What fails how: a malformed payload, an unknown agent or toolset, and the model's mistakes are
 // non-retryable (InvalidArgument/NotFound/...: a ModelRetry the model reads, for tool calls);
@@ -48,11 +49,16 @@ class CodeActActivities {
   core::Result<SandboxFinishOutput> sandbox_finish(const SandboxFinishInput& in);
   core::Result<AgentPrepareOutput> agent_prepare(const AgentPrepareInput& in);
   core::Result<ModelRequestOutput> model_request(const ModelRequestInput& in);
-  // The call's result, or an error worth retrying (see above).
-  core::Result<agent::ToolResult> tool_call(const ToolCallInput& in);
+  // The call's result, or an error worth retrying (see above). While it runs, what the call
+  // prints is published to WorkerEnv::live_output under `workflow_id` (the workflow the activity
+  // works for; "" = not published).
+  core::Result<agent::ToolResult> tool_call(const ToolCallInput& in,
+                                            const std::string& workflow_id = "");
 
-  // The activity `name` from and to JSON, as Temporal runs it. NotFound for another name.
-  core::Result<Json> call(const std::string& name, const Json& input);
+  // The activity `name` from and to JSON, as Temporal runs it, for the workflow `workflow_id`
+  // (temporal::ActivityInfo::workflow_id; "" = none). NotFound for another name.
+  core::Result<Json> call(const std::string& name, const Json& input,
+                          const std::string& workflow_id = "");
 
  private:
   struct State;

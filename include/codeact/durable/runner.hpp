@@ -60,6 +60,8 @@ class CodeActWorkerRunner {
   const TemporalEndpoint& endpoint() const;
   const std::string& task_queue() const;
   temporal::Client& client();
+  // What the activities run with; env().live_output is the hub where this worker publishes a
+  // cell's output while it runs (live_output.hpp): a server in this process subscribes there.
   const WorkerEnv& env() const;
 
  private:

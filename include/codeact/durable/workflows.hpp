@@ -43,6 +43,7 @@
 #include <string>
 
 #include "codeact/codeact/codeact_agent.hpp"
+#include "codeact/durable/live_output.hpp"
 #include "codeact/durable/payloads.hpp"
 #include "codeact/sandbox/sandbox_backend.hpp"
 #include "codeact/temporal/activity.hpp"
@@ -68,6 +69,9 @@ struct WorkerEnv {
   // toolsets, excluded tools). A name not here is made by codeact::make_agent (simple_agent, or
   // any agent of agent_prompts.yml).
   std::map<std::string, std::shared_ptr<codeact::CodeActAgent>> agents;
+  // Where codeact.tool_call publishes a cell's output while it runs, keyed by workflow id (a
+  // server in this process subscribes); null = not published. CodeActWorkerRunner sets one.
+  std::shared_ptr<LiveOutput> live_output;
 };
 
 // Registers the three workflows and the codeact.* activities on `worker`.
