@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   cli::add_run_command(app, exit);
   cli::add_mcp_commands(app, exit);
   cli::add_worker_commands(app, exit);
+  cli::add_server_command(app, exit);
 
   try {
     app.parse(argc, argv);

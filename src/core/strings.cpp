@@ -22,6 +22,18 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
+std::vector<std::string> split(std::string_view s, char separator) {
+  std::vector<std::string> out;
+  if (s.empty()) return out;
+  size_t start = 0;
+  while (true) {
+    size_t at = s.find(separator, start);
+    out.emplace_back(s.substr(start, at == std::string_view::npos ? s.npos : at - start));
+    if (at == std::string_view::npos) return out;
+    start = at + 1;
+  }
+}
+
 std::string abbreviate(std::string_view s, size_t max) {
   if (s.size() <= max) return std::string(s);
   size_t keep = max < 3 ? 0 : max - 3;

@@ -88,6 +88,18 @@ struct RunView {
     fail_cancelled(message);
   }
 
+  // Fails the run with `e`, which is also the last progress event ("run_failed").
+  [[noreturn]] void failed(const core::Error& e) {
+    status = "failed";
+    events.push_back(Json{{"event_kind", "run_failed"}, {"error", e.message()}});
+    fail_with(e);
+  }
+
+  // A message the agent is about to answer (a task run's task is its turn 1).
+  void user_message(const std::string& task, size_t turn) {
+    events.push_back(Json{{"event_kind", "user_message"}, {"task", task}, {"turn", turn}});
+  }
+
   // The sandbox's lifecycle as the live view shows it.
   void on(const codeact::SandboxRunEvent& e) {
     using Kind = codeact::SandboxRunEvent::Kind;
@@ -201,6 +213,8 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
     return shared_view->progress(a).to_json();
   });
 
+  view.user_message(in.task, 1);
+
   WorkflowActivityCaller caller(ctx);
   ActivityRunSteps steps(caller, target_of(in), in.activities);
   codeact::SandboxRun run(steps, plan_of(in, sandbox_id),
@@ -210,19 +224,13 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
       [&ctx] { return ctx.cancel_requested(); });
   codeact::TaskRunOutcome out = co_await task;
 
-  if (!out.opened) {
-    view.status = "failed";
-    fail_with(out.run.error());  // the start's error, and its cleanup's
-  }
+  if (!out.opened) view.failed(out.run.error());  // the start's error, and its cleanup's
   if (out.cancelled) {
     view.status = "cancelled";
     view.cancelled("the run was cancelled; " +
                    sandbox_fate(plan_of(in, sandbox_id), /*success=*/false, out.closed));
   }
-  if (!out.run.ok()) {
-    view.status = "failed";
-    fail_with(codeact::with_cleanup(out.run.error(), out.closed));
-  }
+  if (!out.run.ok()) view.failed(codeact::with_cleanup(out.run.error(), out.closed));
   view.status = "completed";
 
   TaskOutput result;
@@ -315,10 +323,7 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   if (!chat.sandbox_started) {
     auto open_task = run.open();
     Result<codeact::SandboxStarted> opened = co_await open_task;
-    if (!opened.ok()) {
-      view.status = "failed";
-      fail_with(opened.error());  // the start's error, and its cleanup's
-    }
+    if (!opened.ok()) view.failed(opened.error());  // the start's error, and its cleanup's
     chat.sandbox_started = true;
   }
   auto prepare_task = run.prepare();
@@ -327,7 +332,7 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     view.status = "failed";
     auto close_task = run.close(false);
     core::Status closed = co_await close_task;
-    fail_with(codeact::with_cleanup(prepared.error(), closed));
+    view.failed(codeact::with_cleanup(prepared.error(), closed));
   }
 
   view.status = "idle";
@@ -354,6 +359,7 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     std::string task = chat.pending.front();
     chat.pending.erase(chat.pending.begin());
     busy = true;
+    view.user_message(task, chat.turns.size() + 1);
     const std::string run_id = run_id_of(ctx) + "/" + std::to_string(chat.turns.size() + 1);
     auto turn_task = run.turn(*prepared, task, run_options(in, history, sandbox_id, run_id, view));
     codeact::TurnResult turn = co_await turn_task;
@@ -371,6 +377,8 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
         break;
       }
       done.error = turn.run.error().message();
+      view.events.push_back(Json{
+          {"event_kind", "turn_failed"}, {"turn", chat.turns.size() + 1}, {"error", *done.error}});
     }
     chat.turns.push_back(std::move(done));
     if (++turns_this_run >= chat.max_turns_per_run || ctx.continue_as_new_suggested()) {

@@ -364,6 +364,33 @@ Outcome<Json> Client::get_result(const std::string& workflow_id, const std::stri
   }
 }
 
+core::Result<HistoryWatch> Client::wait_for_history_events(const std::string& workflow_id,
+                                                           const std::string& run_id,
+                                                           const std::string& page_token,
+                                                           std::chrono::milliseconds timeout) {
+  internal::wsv1::GetWorkflowExecutionHistoryRequest req;
+  req.set_namespace_(conn_->ns());
+  req.mutable_execution()->set_workflow_id(workflow_id);
+  req.mutable_execution()->set_run_id(run_id);
+  req.set_wait_new_event(true);
+  req.set_history_event_filter_type(enumsv1::HISTORY_EVENT_FILTER_TYPE_ALL_EVENT);
+  req.set_next_page_token(page_token);
+  HistoryWatch out;
+  auto resp = conn_->call(&WorkflowService::Stub::GetWorkflowExecutionHistory, req,
+                          "history of workflow " + workflow_id, timeout);
+  if (!resp.ok()) {
+    if (resp.error().code() == core::Code::kDeadlineExceeded) {  // nothing new in time
+      out.next_page_token = page_token;
+      return out;
+    }
+    return std::move(resp).error();
+  }
+  out.new_events = resp->history().events_size();
+  out.next_page_token = resp->next_page_token();
+  out.closed = out.next_page_token.empty();
+  return out;
+}
+
 core::Result<History> Client::fetch_history(const std::string& workflow_id,
                                             const std::string& run_id) {
   historyv1::History all;

@@ -21,6 +21,13 @@ TEST(Strings, JoinPutsTheSeparatorBetweenItems) {
   EXPECT_EQ(join({"numpy", "pandas"}, " "), "numpy pandas");
 }
 
+TEST(Strings, SplitKeepsEmptyPiecesBetweenSeparators) {
+  EXPECT_EQ(split("a,,b", ','), (std::vector<std::string>{"a", "", "b"}));
+  EXPECT_EQ(split("a,", ','), (std::vector<std::string>{"a", ""}));
+  EXPECT_EQ(split("abc", ','), (std::vector<std::string>{"abc"}));
+  EXPECT_TRUE(split("", ',').empty());
+}
+
 TEST(Strings, AbbreviateKeepsShortTextAndCutsLongTextToTheLimit) {
   EXPECT_EQ(abbreviate("short", 10), "short");
   EXPECT_EQ(abbreviate("exactly10!", 10), "exactly10!");

@@ -25,3 +25,16 @@ TEST(Time, NowIsTheCurrentTime) {
   EXPECT_LE(before, now);  // the fixed-width form sorts as time does
   EXPECT_LE(now, after);
 }
+
+TEST(Time, ParseRfc3339ReadsWhatFormatWritesAndOffsets) {
+  auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(1738314303042));
+  auto back = parse_rfc3339(format_rfc3339(t));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, t);
+  auto plus = parse_rfc3339("2025-01-31T11:05:03.042+02:00");
+  ASSERT_TRUE(plus.has_value());
+  EXPECT_EQ(*plus, t);
+  EXPECT_FALSE(parse_rfc3339("2025-01-31 09:05:03Z").has_value());
+  EXPECT_FALSE(parse_rfc3339("2025-01-31T09:05:03").has_value());
+  EXPECT_FALSE(parse_rfc3339("").has_value());
+}

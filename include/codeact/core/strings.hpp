@@ -1,5 +1,5 @@
-// String helpers every layer needs, written once: trimming, joining, indenting, abbreviating,
-// UTF-8 validation. Pure functions on bytes (no locale); thread-safe.
+// String helpers every layer needs, written once: trimming, joining, splitting, indenting,
+// abbreviating, UTF-8 validation. Pure functions on bytes (no locale); thread-safe.
 #pragma once
 
 #include <string>
@@ -12,6 +12,8 @@ namespace codeact::core {
 std::string trim(std::string_view s);
 // The items with `separator` between them: join({"a", "b"}, ", ") == "a, b"; "" for none.
 std::string join(const std::vector<std::string>& items, std::string_view separator);
+// The pieces of `s` between `separator`s: split("a,,b", ',') == {"a", "", "b"}; {} for "".
+std::vector<std::string> split(std::string_view s, char separator);
 // Every line of `text` prefixed with `pad` (empty lines stay empty), each ending in "\n"; a final
 // "\n" ends the last line, it does not start another: indent("a\n\nb", "  ") == "  a\n\n  b\n".
 std::string indent(std::string_view text, std::string_view pad);

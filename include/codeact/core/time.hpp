@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace codeact::core {
@@ -12,5 +13,8 @@ namespace codeact::core {
 std::string format_rfc3339(std::chrono::system_clock::time_point t);
 // format_rfc3339 of the current time.
 std::string now_rfc3339();
+// Reads "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)" (what format_rfc3339 and providers
+// write); nullopt for anything else.
+std::optional<std::chrono::system_clock::time_point> parse_rfc3339(const std::string& text);
 
 }  // namespace codeact::core

@@ -170,7 +170,9 @@ struct AgentOutputReply {
 // The reply of the "progress" query (both workflows), argument {since: n} or n.
 struct ProgressReply {
   // Agent events (agent::to_json), and {"event_kind": "sandbox" | "files" | "message_rejected" |
-  // "cancelled"}.
+  // "cancelled" | "user_message" {task, turn} (before the agent answers it) | "turn_failed"
+  // {turn, error} (a chat's turn) | "run_failed" {error} (the workflow fails with it)}. These
+  // live in query state only (no commands), so adding a kind keeps old histories replaying.
   std::vector<Json> events;
   int64_t next = 0;  // the index to ask for next
   std::string status;

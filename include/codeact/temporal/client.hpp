@@ -115,6 +115,13 @@ struct History {
   size_t event_count() const;
 };
 
+// What wait_for_history_events saw.
+struct HistoryWatch {
+  std::string next_page_token;  // for the next call
+  int new_events = 0;
+  bool closed = false;  // the run's history is complete
+};
+
 class Client {
  public:
   // Creates the channel; with `wait_ready` (> 0) waits that long for the server to answer.
@@ -168,6 +175,16 @@ class Client {
   Outcome<Json> get_result(const std::string& workflow_id, const std::string& run_id = "",
                            std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
                            bool follow_runs = true);
+  // Long-polls a run's history for new events (GetWorkflowExecutionHistory with
+  // wait_new_event): returns once there are events past `page_token` (the first call, with "",
+  // returns at once with the history so far), or after `timeout` with new_events 0. Pass the
+  // answer's next_page_token to the next call. `closed` is set once the run's history is complete
+  // (its close event seen): nothing more will come. For watchers that want to know when a
+  // workflow's state changed without polling its queries (the server's event streams).
+  core::Result<HistoryWatch> wait_for_history_events(const std::string& workflow_id,
+                                                     const std::string& run_id,
+                                                     const std::string& page_token,
+                                                     std::chrono::milliseconds timeout);
   core::Result<History> fetch_history(const std::string& workflow_id,
                                       const std::string& run_id = "");
 

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""`codeact server` under many watchers: S sessions, W event-stream subscribers spread over them
+(default 20 and 200), M messages per session. A local OpenAI-compatible server answers each model
+request at once and timestamps the answer.
+
+Reports, from the same run:
+  - the server's RSS and thread count with no subscriber, and with all W connected (targets:
+    <= 100 MB; threads independent of subscribers);
+  - delivery latency of each turn's `final` event to each subscriber, from the moment the model
+    answered; and the same for a direct Temporal client (temporalio) polling the chat's
+    agent_output query every 5 ms: the time the workflow itself takes. The target is the server's
+    p99 within 50 ms of the direct client's;
+  - POST /chat round trip against the direct client's signal + poll, same model, same workflow.
+
+    bench/server/sse_bench.py [--codeact build/src/cli/codeact] [--sessions 20] [--subscribers 200]
+"""
+import argparse
+import asyncio
+import http.client
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
+sys.path.insert(0, os.path.join(REPO, "tests", "server"))
+from dev_server import dev_server  # noqa: E402
+from scripted_model import ScriptedModel  # noqa: E402
+
+PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
+KEY = "bench-key-0123456789abcdef"
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
+
+
+def proc_status(pid):
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return int(out["VmRSS"].split()[0]) / 1024, int(out["Threads"])
+
+
+class Api:
+    def __init__(self, url):
+        u = urllib.parse.urlparse(url)
+        self.host, self.port = u.hostname, u.port
+
+    def call(self, method, path, body=None, timeout=600):
+        c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Authorization": f"Bearer {KEY}"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        c.request(method, path, body=data, headers=headers)
+        r = c.getresponse()
+        text = r.read()
+        c.close()
+        if r.status >= 300:
+            raise SystemExit(f"{method} {path}: {r.status} {text[:500]!r}")
+        return json.loads(text) if text else None
+
+
+class Subscriber(threading.Thread):
+    """Reads one session's events; records when each `final` arrived."""
+
+    def __init__(self, api, sid, finals):
+        super().__init__(daemon=True)
+        self.api, self.sid, self.finals = api, sid, finals
+        self.connected = threading.Event()
+
+    def run(self):
+        c = http.client.HTTPConnection(self.api.host, self.api.port, timeout=600)
+        c.request("GET", f"/v1/sessions/{self.sid}/events", headers={"Authorization": f"Bearer {KEY}"})
+        r = c.getresponse()
+        self.connected.set()
+        event = None
+        while True:
+            line = r.fp.readline()
+            if not line:
+                return
+            line = line.decode().rstrip("\r\n")
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "final":
+                now = time.perf_counter()
+                m = re.search(r"answer (\d+)", line)
+                if m:
+                    self.finals.append((self.sid, int(m.group(1)), now))
+            elif line == "":
+                event = None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--codeact", default=os.path.join(REPO, "build/src/cli/codeact"))
+    ap.add_argument("--sessions", type=int, default=20)
+    ap.add_argument("--subscribers", type=int, default=200)
+    ap.add_argument("--messages", type=int, default=5)
+    args = ap.parse_args()
+
+    answered = {}  # (sid, turn) -> when the model answered
+
+    def on_request(k, body):
+        last = [m for m in body.get("messages", []) if m.get("role") == "user"][-1]
+        text = last["content"] if isinstance(last["content"], str) else json.dumps(last["content"])
+        m = re.search(r"ping (\S+) (\d+)", text)
+        if m:
+            answered[(m.group(1), int(m.group(2)))] = time.perf_counter()
+
+    model = ScriptedModel([{"content": f"answer {i}"} for i in range(1000)], on_request=on_request)
+    codeact = os.path.abspath(args.codeact)
+    sids = []
+    with dev_server() as address:
+        cfg = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"sse-bench-{os.getpid()}.yml")
+        with open(cfg, "w") as f:
+            f.write("server:\n  api_keys: [%s]\n  max_active_runs: 1000\n  rate_per_minute: 1000000\n" % KEY)
+        server = subprocess.Popen([codeact, "server", "--listen", "127.0.0.1:0", "--temporal", address,
+                                   "--task-queue", f"sse-bench-{os.getpid()}", "--config", cfg, "--prompts",
+                                   PROMPTS, "--model", model.model_flag],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            url = None
+            for line in server.stdout:
+                if line.startswith("open "):
+                    url = line.split()[1].rstrip("/")
+                    break
+            if not url:
+                raise SystemExit("codeact server did not start")
+            api = Api(url)
+            print(f"server {url} (pid {server.pid}); creating {args.sessions} sessions", file=sys.stderr)
+            for _ in range(args.sessions):
+                sids.append(api.call("POST", "/v1/sessions", {})["id"])
+            for sid in sids:
+                while api.call("GET", f"/v1/sessions/{sid}")["status"] != "idle":
+                    time.sleep(0.2)
+            time.sleep(1)
+            rss0, threads0 = proc_status(server.pid)
+            finals = []
+            subs = [Subscriber(api, sids[i % len(sids)], finals) for i in range(args.subscribers)]
+            for s in subs:
+                s.start()
+            for s in subs:
+                s.connected.wait(60)
+            time.sleep(2)
+            rss1, threads1 = proc_status(server.pid)
+            for m in range(args.messages):
+                for sid in sids:
+                    api.call("POST", f"/v1/sessions/{sid}/messages", {"message": f"ping {sid} {m}"})
+                want = args.subscribers * (m + 1)
+                deadline = time.time() + 300
+                while len(finals) < want and time.time() < deadline:
+                    time.sleep(0.05)
+            rss2, threads2 = proc_status(server.pid)
+            lat = [(t - answered[(sid, n)]) * 1000 for sid, n, t in finals if (sid, n) in answered]
+
+            # The direct client: the same workflows, polled through Temporal itself.
+            direct = asyncio.run(direct_latencies(address, sids[: min(5, len(sids))], answered, args.messages))
+            chat_rt, direct_rt = chat_round_trips(api, address, sids[0], args.messages)
+        finally:
+            server.terminate()
+            server.wait(60)
+            model.close()
+            for sid in sids:
+                subprocess.run([codeact, "sandbox", "rm", sid, "--volume"], capture_output=True)
+
+    print(json.dumps({
+        "sessions": args.sessions, "subscribers": args.subscribers, "messages_per_session": args.messages,
+        "server_rss_mb": {"idle": round(rss0, 1), "subscribed": round(rss1, 1), "after": round(rss2, 1)},
+        "server_threads": {"idle": threads0, "subscribed": threads1, "after": threads2},
+        "final_event_latency_ms": {"server_p50": round(pct(lat, 50), 1), "server_p99": round(pct(lat, 99), 1),
+                                   "direct_p50": round(pct(direct, 50), 1), "direct_p99": round(pct(direct, 99), 1),
+                                   "server_minus_direct_p99": round(pct(lat, 99) - pct(direct, 99), 1),
+                                   "samples": len(lat)},
+        "post_chat_ms": {"server_p50": round(pct(chat_rt, 50), 1), "direct_p50": round(pct(direct_rt, 50), 1),
+                         "ratio": round(statistics.median(chat_rt) / statistics.median(direct_rt), 2)},
+    }, indent=2))
+
+
+async def direct_latencies(address, sids, answered, messages):
+    """Per turn: from the model's answer to a 5 ms poller seeing the turn in agent_output."""
+    from temporalio.client import Client
+    client = await Client.connect(address)
+    out = []
+    base = {sid: len(await turns(client, sid)) for sid in sids}
+    for m in range(messages, messages + 3):
+        for sid in sids:
+            h = client.get_workflow_handle(sid)
+            await h.signal("send_user_task", f"ping {sid} {m}")
+            while len(await turns(client, sid)) <= base[sid]:
+                await asyncio.sleep(0.005)
+            seen = time.perf_counter()
+            base[sid] += 1
+            if (sid, m) in answered:
+                out.append((seen - answered[(sid, m)]) * 1000)
+    return out
+
+
+async def turns(client, sid):
+    return (await client.get_workflow_handle(sid).query("agent_output"))["turns"]
+
+
+def chat_round_trips(api, address, sid, start, n=10):
+    """POST /chat against the direct client's signal + poll until the answer, on one session."""
+    chat = []
+    for i in range(n):
+        t = time.perf_counter()
+        api.call("POST", "/chat", {"task": f"ping {sid} {start + 100 + i}", "workflow_id": sid})
+        chat.append((time.perf_counter() - t) * 1000)
+
+    async def direct():
+        from temporalio.client import Client
+        client = await Client.connect(address)
+        out = []
+        for i in range(n):
+            before = len(await turns(client, sid))
+            t = time.perf_counter()
+            await client.get_workflow_handle(sid).signal("send_user_task", f"ping {sid} {start + 200 + i}")
+            while len(await turns(client, sid)) <= before:
+                await asyncio.sleep(0.005)
+            out.append((time.perf_counter() - t) * 1000)
+        return out
+
+    return chat, asyncio.run(direct())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,376 @@
+"""`codeact server` over HTTP as its clients use it: a real server process with a worker in it, a
+real Temporal dev server and Docker, a local OpenAI-compatible server scripting the model.
+Asserts what a client sees: answers, files, status codes, event streams that resume exactly."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+import requests
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+from dev_server import DevServer  # noqa: E402
+from scripted_model import ScriptedModel, python_turn  # noqa: E402
+from server_process import FAST_DURABLE, Client, ServerProcess, remove_created_sandboxes  # noqa: E402
+
+KEY_A = "alice-key-0123456789abcdef"
+KEY_B = "bob-key-0123456789abcdef00"
+
+
+def text_turn(text):
+    return {"content": text}
+
+
+@pytest.fixture(scope="module")
+def temporal(tmp_path_factory):
+    server = DevServer(tmp_path_factory.mktemp("temporal"))
+    yield server.start()
+    server.stop()
+
+
+@pytest.fixture
+def config(tmp_path):
+    p = tmp_path / "app_conf.yml"
+    p.write_text(FAST_DURABLE + "server:\n  api_keys:\n    - {name: alice, key: %s}\n    - {name: bob, key: %s}\n"
+                 % (KEY_A, KEY_B))
+    return str(p)
+
+
+@pytest.fixture
+def queue():
+    return f"srv-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def model():
+    m = ScriptedModel([])
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def server(temporal, queue, config, model):
+    s = ServerProcess(temporal, queue, config, model=model.model_flag).start()
+    yield s
+    s.stop()
+    remove_created_sandboxes()
+
+
+def test_health_answers_without_a_key_and_says_temporal_is_reachable(server):
+    r = requests.get(server.url + "/health", timeout=10)
+    assert r.status_code == 200
+    body = r.json()
+    assert body["status"] == "ok" and body["temporal_connected"] is True
+
+
+def test_no_key_or_a_wrong_key_is_401_with_a_json_error(server):
+    r = requests.get(server.url + "/v1/sessions", timeout=10)
+    assert r.status_code == 401
+    assert r.json()["error"]["code"] == "Unauthenticated"
+    r = requests.get(server.url + "/v1/sessions", headers={"Authorization": "Bearer nope-nope-nope-nope"}, timeout=10)
+    assert r.status_code == 401
+    assert KEY_A not in server.stderr() and KEY_B not in server.stderr()
+
+
+def test_the_seed_client_posts_chat_then_downloads_each_file_and_the_sandbox_keeps_its_state(server, model):
+    model.turns = [
+        python_turn("c1", "import csv\nrows = [[1, 2], [3, 4]]\n"
+                          "csv.writer(open('/output/table.csv', 'w', newline='')).writerows(rows)\nlen(rows)"),
+        text_turn("I wrote /output/table.csv with 2 rows."),
+        python_turn("c2", "sum(a + b for a, b in rows)"),
+        text_turn("The sum is 10."),
+    ]
+    a = Client(server.url, KEY_A)
+    r = a.post("/chat", {"task": "make a table"}, timeout=300)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert set(body) == {"message", "container_id", "file_paths", "workflow_id"}
+    assert body["message"] == "I wrote /output/table.csv with 2 rows."
+    assert "/output/table.csv" in body["file_paths"]
+    for path in body["file_paths"]:
+        f = a.get("/download_file", params={"container_id": body["container_id"], "file_path": path})
+        assert f.status_code == 200, f.text
+        assert f.content.replace(b"\r\n", b"\n") == b"1,2\n3,4\n"
+        assert "attachment" in f.headers["Content-Disposition"]
+        assert f.headers["Content-Type"].startswith("text/csv")
+    # The same conversation: the variable of the first cell is still there.
+    r = a.post("/chat", {"task": "sum it", "workflow_id": body["workflow_id"]}, timeout=300)
+    assert r.status_code == 200, r.text
+    assert r.json()["message"] == "The sum is 10."
+    assert r.json()["workflow_id"] == body["workflow_id"]
+    assert "10" in json.dumps(model.requests[-1]["messages"])
+
+
+def test_two_users_with_the_same_first_message_get_two_conversations(server, model):
+    model.turns = [text_turn("hello")] * 4
+    a, b = Client(server.url, KEY_A), Client(server.url, KEY_B)
+    ra = a.post("/chat", {"task": "hi"}, timeout=300)
+    rb = b.post("/chat", {"task": "hi"}, timeout=300)
+    assert ra.status_code == 200 and rb.status_code == 200, (ra.text, rb.text)
+    assert ra.json()["workflow_id"] != rb.json()["workflow_id"]
+
+
+def test_another_principals_session_its_files_and_events_are_404(server, model):
+    model.turns = [python_turn("c1", "open('/output/secret.txt', 'w').write('s3cret')"), text_turn("done")]
+    a, b = Client(server.url, KEY_A), Client(server.url, KEY_B)
+    r = a.post("/chat", {"task": "write a secret"}, timeout=300)
+    assert r.status_code == 200, r.text
+    sid = r.json()["workflow_id"]
+    assert a.get(f"/v1/sessions/{sid}").status_code == 200
+    for path in (f"/v1/sessions/{sid}", f"/v1/sessions/{sid}/files", f"/v1/sessions/{sid}/events",
+                 f"/v1/sessions/{sid}/files/output/secret.txt", f"/v1/sessions/{sid}/variables"):
+        rb = b.get(path, timeout=10)
+        assert rb.status_code == 404, (path, rb.status_code, rb.text)
+        assert "s3cret" not in rb.text
+    rb = b.get("/download_file", params={"container_id": sid, "file_path": "/output/secret.txt"})
+    assert rb.status_code == 404
+    assert sid not in json.dumps(b.get("/v1/sessions").json())
+    assert b.post(f"/v1/sessions/{sid}/messages", {"message": "hi"}).status_code == 404
+    assert b.delete(f"/v1/sessions/{sid}").status_code == 404
+    assert a.get(f"/v1/sessions/{sid}").status_code == 200  # still there
+
+
+def test_downloads_outside_output_are_refused_traversal_absolute_and_symlink(server, model):
+    model.turns = [python_turn("c1", "import os\nos.symlink('/etc/passwd', '/output/link')\n"
+                                     "os.symlink('/persistent-storage', '/output/up')\n"
+                                     "open('/output/ok.txt', 'w').write('fine')"),
+                   text_turn("made links")]
+    a = Client(server.url, KEY_A)
+    r = a.post("/chat", {"task": "links"}, timeout=300)
+    assert r.status_code == 200, r.text
+    sid = r.json()["workflow_id"]
+    assert a.get(f"/v1/sessions/{sid}/files/output/ok.txt").content == b"fine"
+    for path in ("../../etc/passwd", "/etc/passwd", "/output/../../etc/passwd", "/output/link", "link",
+                 "/output/up/.current/state"):
+        f = a.get("/download_file", params={"container_id": sid, "file_path": path})
+        assert f.status_code in (403, 404), (path, f.status_code, f.text)
+        assert "root:" not in f.text
+    f = a.get(f"/v1/sessions/{sid}/files/output/link")
+    assert f.status_code in (403, 404) and "root:" not in f.text
+    f = a.get(f"/v1/sessions/{sid}/files/output/%2e%2e/%2e%2e/etc/passwd")
+    assert f.status_code in (403, 404) and "root:" not in f.text
+
+
+def test_upload_then_the_next_cell_reads_it_and_ranges_give_206(server, model):
+    model.turns = [text_turn("ready"),
+                   python_turn("c1", "open('data.txt').read().upper()"), text_turn("read it")]
+    a = Client(server.url, KEY_A)
+    r = a.post("/v1/sessions", {"message": "get ready"})
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    wait_for(lambda: a.get(f"/v1/sessions/{sid}").json().get("turns"), "the first turn")
+    up = a.put(f"/v1/sessions/{sid}/files/output/data.txt", b"hello upload")
+    assert up.status_code == 201, up.text
+    assert up.json() == {"path": "/output/data.txt", "size": 12}
+    part = a.get(f"/v1/sessions/{sid}/files/output/data.txt", headers={"Range": "bytes=6-11"})
+    assert part.status_code == 206 and part.content == b"upload"
+    assert part.headers["Content-Range"] == "bytes 6-11/12"
+    assert a.get(f"/v1/sessions/{sid}/files/output/data.txt", headers={"Range": "bytes=50-"}).status_code == 416
+    assert a.post(f"/v1/sessions/{sid}/messages", {"message": "read it"}).status_code == 202
+    turns = wait_for(lambda: (lambda t: t if len(t) >= 2 else None)(a.get(f"/v1/sessions/{sid}").json()["turns"]),
+                     "the second turn")
+    assert turns[1]["output"] == "read it"
+    assert "HELLO UPLOAD" in json.dumps(model.requests[-1]["messages"])
+    names = [f["path"] for f in a.get(f"/v1/sessions/{sid}/files").json()["files"]]
+    assert "/output/data.txt" in names
+
+
+def test_malformed_requests_are_400_naming_the_field_and_big_bodies_413(server):
+    a = Client(server.url, KEY_A)
+    r = a.s.post(server.url + "/v1/runs", data="{not json", headers={"Content-Type": "application/json"}, timeout=10)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "InvalidArgument"
+    r = a.post("/v1/runs", {"task": 5})
+    assert r.status_code == 400 and "task" in r.json()["error"]["message"]
+    r = a.post("/v1/runs", {"task": "x", "netwrok": True})
+    assert r.status_code == 400 and "netwrok" in r.json()["error"]["message"]
+    r = a.post("/v1/sessions", {"message": "x", "packages": ["pandas"]})
+    assert r.status_code == 400 and "network" in r.json()["error"]["message"]
+    r = a.post("/v1/runs", {"task": "x" * (2 << 20)})
+    assert r.status_code == 413
+    assert a.get("/v1/nothing").status_code == 404
+
+
+def collect_until_end(client, path, last=None, timeout=240):
+    return client.events(path, last_event_id=last, timeout=timeout, until=lambda e: e[1] == "end")
+
+
+def test_run_events_stream_every_step_and_resume_after_a_disconnect_without_gap_or_duplicate(server, model):
+    model.turns = [python_turn("c1", "print('line one')\nx = 41"),
+                   python_turn("c2", "print(x + 1)"),
+                   text_turn("The answer is 42.")]
+    a = Client(server.url, KEY_A)
+    r = a.post("/v1/runs", {"task": "compute"})
+    assert r.status_code == 201, r.text
+    rid = r.json()["id"]
+    events = collect_until_end(a, f"/v1/runs/{rid}/events")
+    types = [t for _, t, _ in events]
+    assert types[0] == "user_message" and events[0][2]["text"] == "compute"
+    assert types.count("cell") == 2 and types.count("cell_result") == 2
+    results = [d for _, t, d in events if t == "cell_result"]
+    assert "line one" in results[0]["text"] and "42" in results[1]["text"]
+    assert [d for _, t, d in events if t == "final"][0]["text"] == "The answer is 42."
+    assert types[-1] == "end" and events[-1][2]["status"] == "completed"
+    ids = [i for i, _, _ in events]
+    assert len(ids) == len(set(ids)) and all(ids)
+    # A client that dropped after event k and reconnects gets exactly the rest.
+    for k in (0, len(events) // 2, len(events) - 2):
+        rest = collect_until_end(a, f"/v1/runs/{rid}/events", last=ids[k])
+        assert [i for i, _, _ in rest] == ids[k + 1:], k
+    got = a.get(f"/v1/runs/{rid}").json()
+    assert got["status"] == "completed" and got["output"] == "The answer is 42."
+
+
+def test_server_sigkilled_mid_turn_and_restarted_the_turn_finishes_and_a_new_client_sees_all_of_it(
+        temporal, queue, config, model):
+    model.turns = [python_turn("c1", "import time\ntime.sleep(4)\nprint('slept')"), text_turn("woke up")]
+    first = ServerProcess(temporal, queue, config, model=model.model_flag).start()
+    a = Client(first.url, KEY_A)
+    r = a.post("/v1/sessions", {"message": "sleep a bit"})
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    seen = a.events(f"/v1/sessions/{sid}/events", until=lambda e: e[1] == "cell", timeout=120)
+    first.kill()  # the worker in it dies mid-cell
+    second = ServerProcess(temporal, queue, config, model=model.model_flag).start()
+    try:
+        b = Client(second.url, KEY_A)
+        events = b.events(f"/v1/sessions/{sid}/events", last_event_id=seen[-1][0],
+                          until=lambda e: e[1] == "final", timeout=240)
+        types = [t for _, t, _ in events]
+        assert "cell_result" in types and events[-1][2]["text"] == "woke up"
+        assert not set(i for i, _, _ in events) & set(i for i, _, _ in seen)
+        everything = b.events(f"/v1/sessions/{sid}/events", until=lambda e: e[1] == "final", timeout=60)
+        assert [i for i, _, _ in everything] == [i for i, _, _ in seen] + [i for i, _, _ in events] or \
+            [t for _, t, _ in everything if t != "status"] == [t for _, t, _ in seen + events if t != "status"]
+        # The cell ran once: its output is there once.
+        results = [d for _, t, d in everything if t == "cell_result"]
+        assert len(results) == 1 and "slept" in results[0]["text"]
+    finally:
+        second.stop()
+        remove_created_sandboxes()
+
+
+def test_sigterm_closes_streams_with_a_shutdown_event_and_exits_cleanly(temporal, queue, config, model):
+    model.turns = [text_turn("hi")]
+    s = ServerProcess(temporal, queue, config, model=model.model_flag).start()
+    a = Client(s.url, KEY_A)
+    sid = a.post("/v1/sessions", {}).json()["id"]
+    import threading
+    got = []
+    t = threading.Thread(target=lambda: got.extend(a.events(f"/v1/sessions/{sid}/events", timeout=60)))
+    t.start()
+    time.sleep(2)
+    assert s.stop(timeout=60) == 0
+    t.join(30)
+    assert got and got[-1][1] == "shutdown", got
+
+
+def test_limits_concurrent_runs_and_rate_are_429_with_retry_after(temporal, queue, tmp_path):
+    cfg = tmp_path / "limits.yml"
+    cfg.write_text(FAST_DURABLE + "server:\n  api_keys: [%s]\n  max_active_runs: 2\n  rate_per_minute: 20\n" % KEY_A)
+    s = ServerProcess(temporal, queue, str(cfg), model="openai:none", no_worker=True).start()
+    try:
+        a = Client(s.url, KEY_A)
+        assert a.post("/v1/sessions", {}).status_code == 201
+        assert a.post("/v1/sessions", {}).status_code == 201
+        r = a.post("/v1/sessions", {})
+        assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1, r.text
+        codes = [a.get("/v1/sessions").status_code for _ in range(25)]
+        assert 429 in codes
+        limited = a.get("/v1/sessions")
+        assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+    finally:
+        s.stop()
+        remove_created_sandboxes()
+
+
+def test_a_public_listen_address_without_keys_refuses_to_start(temporal, queue, tmp_path):
+    cfg = tmp_path / "nokeys.yml"
+    cfg.write_text(FAST_DURABLE)
+    s = ServerProcess(temporal, queue, str(cfg), no_worker=True, listen="0.0.0.0:0",
+                      env={"CODEACT_API_KEYS": ""})
+    s.proc = subprocess.run(s.args, capture_output=True, text=True, timeout=60, env=s.env)
+    assert s.proc.returncode != 0
+    assert "API key" in s.proc.stderr
+
+
+def test_without_keys_only_loopback_and_cross_site_writes_are_refused(temporal, queue, tmp_path):
+    cfg = tmp_path / "nokeys.yml"
+    cfg.write_text(FAST_DURABLE)
+    s = ServerProcess(temporal, queue, str(cfg), no_worker=True, env={"CODEACT_API_KEYS": ""}).start()
+    try:
+        assert "only this machine" in s.stderr() or "loopback" in s.stderr()
+        me = requests.get(s.url + "/v1/me", timeout=10).json()
+        assert me["principal"] == "local" and me["csrf_token"]
+        # A form post from another site (a "simple" request) is refused; so is a foreign Origin.
+        r = requests.post(s.url + "/v1/sessions", data="message=hi",
+                          headers={"Content-Type": "application/x-www-form-urlencoded"}, timeout=10)
+        assert r.status_code == 403
+        r = requests.post(s.url + "/v1/sessions", json={}, headers={"Origin": "http://evil.example"}, timeout=10)
+        assert r.status_code == 403
+        r = requests.post(s.url + "/v1/sessions", json={}, headers={"X-CSRF-Token": me["csrf_token"]}, timeout=10)
+        assert r.status_code == 201, r.text
+    finally:
+        s.stop()
+
+
+def test_openapi_document_lists_every_endpoint_and_docs_page_renders_it(server):
+    doc = requests.get(server.url + "/openapi.json", timeout=10).json()
+    assert doc["openapi"].startswith("3.1")
+    for path in ("/health", "/chat", "/download_file", "/v1/sessions", "/v1/sessions/{id}",
+                 "/v1/sessions/{id}/events", "/v1/runs/{id}/files/{path}", "/v1/sessions/{id}/messages"):
+        assert path in doc["paths"], path
+    page = requests.get(server.url + "/docs", timeout=10)
+    assert page.status_code == 200 and "/v1/sessions/{id}/events" in page.text
+    assert "<script" not in page.text
+
+
+def wait_for(fn, what, timeout=240):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_browser_login_sets_an_httponly_cookie_and_cookie_writes_need_the_csrf_token(server):
+    s = requests.Session()
+    r = s.post(server.url + "/v1/login", json={"api_key": "wrong-wrong-wrong-wrong"}, timeout=10)
+    assert r.status_code == 401
+    r = s.post(server.url + "/v1/login", json={"api_key": KEY_A}, timeout=10)
+    assert r.status_code == 200, r.text
+    cookie = r.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and KEY_A not in cookie
+    csrf = r.json()["csrf_token"]
+    me = s.get(server.url + "/v1/me", timeout=10).json()
+    assert me["principal"] == "alice" and me["auth"] == "cookie" and me["csrf_token"] == csrf
+    assert s.get(server.url + "/v1/sessions", timeout=10).status_code == 200
+    assert s.post(server.url + "/v1/sessions", json={}, timeout=10).status_code == 403
+    r = s.post(server.url + "/v1/sessions", json={}, headers={"X-CSRF-Token": csrf}, timeout=10)
+    assert r.status_code == 201, r.text
+    from server_process import CREATED
+    CREATED.add(r.json()["id"])
+    assert s.post(server.url + "/v1/logout", headers={"X-CSRF-Token": csrf}, timeout=10).status_code == 204
+    assert s.get(server.url + "/v1/sessions", timeout=10).status_code == 401
+
+
+def test_a_cell_printing_a_line_a_second_streams_its_lines_before_its_result(server, model):
+    model.turns = [python_turn("c1", "import time\nfor i in range(4):\n    print('tick', i, flush=True)\n"
+                                     "    time.sleep(1)"),
+                   text_turn("ticked")]
+    a = Client(server.url, KEY_A)
+    rid = a.post("/v1/runs", {"task": "tick"}).json()["id"]
+    times = []
+    events = a.events(f"/v1/runs/{rid}/events", until=lambda e: e[1] == "end", timeout=240, arrivals=times)
+    arrived = list(zip(times, events))
+    outputs = [(t, d) for t, (_, kind, d) in arrived if kind == "cell_output"]
+    result_at = [t for t, (_, kind, _) in arrived if kind == "cell_result"][0]
+    text = "".join(d["text"] for _, d in outputs)
+    assert text.count("tick") == 4, arrived
+    assert outputs[0][0] < result_at - 2, "the first line came with the result, not while the cell ran"
+    assert all(d["tool_call_id"] == "c1" and d["stream"] == "stdout" for _, d in outputs)
