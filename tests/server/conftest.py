@@ -1,9 +1,10 @@
 """Fixtures of the page's browser tests: the page's files served on 127.0.0.1 by Python's
 http.server, and headless Chromium driven by Selenium.
 
-The server sends the page's files (src/server/page/) at /, with the Content-Security-Policy that
-`codeact server` sends, and this directory's harness files at /__test__/ without it (so the
-Markdown tests check the renderer itself, not the CSP behind it)."""
+The server lays the page out as `codeact server` does (index.html at /, the other files of
+src/server/page/ at /assets/NAME, with its Content-Security-Policy) and serves this directory's
+harness files at /__test__/ without that policy, so the Markdown tests check the renderer
+itself, not the CSP behind it."""
 
 import functools
 import http.server
@@ -16,7 +17,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAGE = os.path.normpath(os.path.join(HERE, "../../src/server/page"))
 CSP = ("default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; "
-       "connect-src 'self'; frame-ancestors 'none'")
+       "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 CHROMIUM = os.environ.get("CODEACT_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CODEACT_CHROMEDRIVER", "/usr/bin/chromedriver")
 
@@ -29,8 +30,12 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         path = path.split("?", 1)[0].split("#", 1)[0]
         if path.startswith("/__test__/"):
             rel, root = path[len("/__test__/"):], HERE
-        else:
-            rel, root = path.lstrip("/"), PAGE
+        elif path.startswith("/assets/"):
+            rel, root = path[len("/assets/"):], PAGE
+        elif path in ("/", "/index.html"):
+            rel, root = "index.html", PAGE
+        else:  # the API is not here: 404
+            return os.path.join(PAGE, "__no_such_file__")
         full = os.path.normpath(os.path.join(root, rel))
         if full != root and not full.startswith(root + os.sep):
             return os.path.join(root, "__outside__")

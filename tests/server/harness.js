@@ -1,8 +1,9 @@
 // Test harness of the page's modules (tests/server/test_markdown.py): loads them from the page's
 // own directory and exposes them, with a checker of rendered DOM, as window.harness.
-import { renderMarkdown } from '/markdown.js';
-import { highlight } from '/highlight.js';
-import { Conversation } from '/conversation.js';
+import { renderMarkdown } from '/assets/markdown.js';
+import { highlight } from '/assets/highlight.js';
+import { Conversation } from '/assets/conversation.js';
+import { encodePath } from '/assets/api.js';
 
 const ALLOWED_TAGS = new Set([
   'P', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'UL', 'OL', 'LI', 'BLOCKQUOTE', 'PRE', 'CODE', 'SPAN',
@@ -31,8 +32,16 @@ function violations(root, conversation = false) {
     }
     if (e.tagName === 'A') {
       const href = e.getAttribute('href') || '';
-      if (!/^(https?:\/\/|mailto:)/i.test(href)) out.push('href ' + JSON.stringify(href));
-      if (e.target !== '_blank' || !/\bnoopener\b/.test(e.rel)) out.push('link without noopener');
+      const url = new URL(href, document.baseURI);
+      if (conversation && e.hasAttribute('download')) {
+        // The page's own download links: this origin's file API only.
+        if (url.origin !== location.origin || !url.pathname.startsWith('/v1/')) {
+          out.push('download from ' + url.href);
+        }
+      } else {
+        if (!/^(https?:\/\/|mailto:)/i.test(href)) out.push('href ' + JSON.stringify(href));
+        if (e.target !== '_blank' || !/\bnoopener\b/.test(e.rel)) out.push('link without noopener');
+      }
     }
     if (e.tagName === 'IMG') {
       const u = new URL(e.getAttribute('src') || '', document.baseURI);
@@ -49,6 +58,15 @@ window.harness = {
   highlight,
   Conversation,
   violations,
+  encodePath,
+  // A Conversation in #conv whose files are those of the session `id`.
+  conversation(id) {
+    const root = document.getElementById('conv');
+    return new Conversation(root, {
+      fileUrl: (path, inline) => '/v1/sessions/' + encodeURIComponent(id) + '/files/' +
+        encodePath(path) + (inline ? '?inline=1' : ''),
+    });
+  },
   // Renders `text` into #out; {violations, html, text, ms}.
   render(text, options = {}) {
     const out = document.getElementById('out');

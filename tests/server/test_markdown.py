@@ -280,4 +280,6 @@ def test_pathological_text_renders_fast(harness, name):
     r = _render(harness, text)
     elapsed = time.monotonic() - started
     assert r["violations"] == []
-    assert elapsed < 5, f"{name}: {elapsed:.1f} s (render {r['ms']:.0f} ms) for {len(text)} chars"
+    # The renderer's own time (checking and sending the DOM back to the test takes longer).
+    assert r["ms"] < 2500, f"{name}: rendering {len(text)} characters took {r['ms']:.0f} ms"
+    assert elapsed < 60

@@ -1,5 +1,6 @@
 // The chat page of `codeact server` (docs/server.md): login, the session list, one session's
-// conversation with its live event stream, the composer, uploads.
+// conversation with its live event stream, the composer, uploads. The server sends index.html at
+// / and this directory's other files at /assets/NAME.
 //
 // The URL is the state: #/sessions/ID shows that session (?session=ID is accepted and rewritten
 // to it), #/ a new chat. Everything else is re-derived from the server: on opening a session the
@@ -14,12 +15,13 @@ import { SessionList, sessionHash } from './sessions.js';
 
 const $ = (id) => document.getElementById(id);
 const BUSY = new Set(['starting', 'running', 'finishing']);
+// Statuses after which the session's sandbox is gone (a cancelled turn leaves it running).
 const ENDED = new Set(
-  ['completed', 'failed', 'cancelled', 'stopped', 'idle_timeout', 'terminated']);
+  ['completed', 'failed', 'stopped', 'idle_timeout', 'terminated', 'timed_out']);
 const STATUS_TEXT = {
   starting: 'starting', idle: 'ready', running: 'running', finishing: 'finishing',
   completed: 'ended', failed: 'failed', cancelled: 'cancelled', stopped: 'stopped',
-  idle_timeout: 'ended (idle)', terminated: 'terminated',
+  idle_timeout: 'ended (idle)', terminated: 'terminated', timed_out: 'timed out',
 };
 
 const api = new Api();
@@ -375,11 +377,13 @@ async function upload(files) {
       await waitFor(() => state.sessionId === id && state.feed);
     }
     for (const f of files) {
-      const r = await api.put('/v1/sessions/' + encodeURIComponent(id) + '/files/workspace/' +
+      // Under /output, the cells' working directory: the next cell opens it by its name.
+      const r = await api.put('/v1/sessions/' + encodeURIComponent(id) + '/files/output/' +
         encodeURIComponent(f.name), f);
       if (id === state.sessionId) {
-        const path = (r && r.path) || '/workspace/' + f.name;
-        conversation.note('Uploaded ' + path + ' (' + formatBytes(f.size) + ').');
+        const path = (r && r.path) || '/output/' + f.name;
+        conversation.note('Uploaded ' + path + ' (' + formatBytes(f.size) + '); cells open it ' +
+          'as "' + f.name + '".');
       }
     }
   } catch (e) {

@@ -1,0 +1,165 @@
+"""The page's conversation view (src/server/page/conversation.js) in headless Chromium, fed the
+events of docs/server.md as the stream delivers them: finished turns then a replayed stream show
+each turn once, a cell shows its code highlighted, its streamed output, result, duration,
+figures and files, and untrusted text anywhere (model text, cell output, file names, tool
+arguments) stays text. No server is involved: the events are handed to the view directly."""
+
+import json
+import os
+
+HOSTILE = "<img src=x onerror=window.pwned=1><script>window.pwned=1</script>"
+
+
+def _feed(driver, events, turns=None, pending=None):
+    """Renders `turns` then `events` ([type, data] pairs) into a fresh conversation."""
+    return driver.execute_async_script("""
+        const [turns, events, pending, done] = arguments;
+        const conv = window.harness.conversation('s-test');
+        conv.reset();
+        if (turns) conv.loadTurns(turns);
+        if (pending) conv.addPending(pending);
+        for (const [type, data] of events) conv.handle(type, data);
+        // text_delta renders on the next animation frame.
+        requestAnimationFrame(() => requestAnimationFrame(() => done(
+            window.harness.violations(document.getElementById('conv'), true))));
+        """, turns, events, pending)
+
+
+def _q(driver, selector):
+    return driver.find_elements("css selector", "#conv " + selector)
+
+
+CELL_EVENTS = [
+    ["status", {"status": "running", "sandbox_id": "s-test"}],
+    ["user_message", {"text": "plot the sales", "turn": 2}],
+    ["step", {"step": 1}],
+    ["text_delta", {"step": 1, "delta": "Let me **load** "}],
+    ["text_delta", {"step": 1, "delta": "the data. " + HOSTILE}],
+    ["cell", {"step": 1, "tool_call_id": "c1", "language": "python",
+              "code": "import pandas as pd\nprint('hi')  # say hi\nx = 42\n"}],
+    ["cell_output", {"tool_call_id": "c1", "stream": "stdout", "text": "hi\n"}],
+    ["cell_output", {"tool_call_id": "c1", "stream": "stdout", "text": HOSTILE + "\n"}],
+    ["cell_output", {"tool_call_id": "c1", "stream": "stderr", "text": "DeprecationWarning: x\n"}],
+    ["cell_result", {"tool_call_id": "c1", "ok": True, "text": "42", "duration_ms": 1234,
+                     "images": ["/output/plot.png"], "files": ["/output/plot.png",
+                                                           "/output/sales.csv"]}],
+    ["cell", {"step": 2, "tool_call_id": "c2", "language": "python", "code": "1/0"}],
+    ["cell_result", {"tool_call_id": "c2", "ok": False, "duration_ms": 3,
+                     "text": "Traceback (most recent call last):\nZeroDivisionError: division by zero",
+                     "images": [], "files": []}],
+    ["tool_call", {"step": 3, "tool_call_id": "t1", "tool_name": "install_packages",
+                   "args": {"packages": [HOSTILE]}}],
+    ["tool_result", {"tool_call_id": "t1", "tool_name": "install_packages", "ok": True,
+                     "text": "installed " + HOSTILE}],
+    ["sandbox", {"sandbox_id": "s-test", "resumed": True}],
+    ["files", {"files": [{"path": "/output/sales.csv", "size": 2048, "mtime": 1},
+                         {"path": "/output/" + HOSTILE + ".png", "size": 5, "mtime": 1}]}],
+    ["usage", {"step": 3, "input_tokens": 100, "output_tokens": 20}],
+    ["usage", {"step": 4, "input_tokens": 50, "output_tokens": 10}],
+    ["text", {"step": 4, "text": "The plot is ![plot](/output/plot.png). [evil](javascript:x)"}],
+    ["final", {"text": "The plot is ![plot](/output/plot.png). [evil](javascript:x)", "turn": 2}],
+    ["status", {"status": "idle"}],
+]
+
+FIRST_TURN = {"task": "first " + HOSTILE, "output": "**done** " + HOSTILE,
+              "files": ["/output/a.csv"], "usage": {"input_tokens": 10, "output_tokens": 5},
+              "error": None}
+
+REPLAYED_FIRST_TURN = [
+    ["user_message", {"text": "first " + HOSTILE, "turn": 1}],
+    ["step", {"step": 1}],
+    ["text", {"step": 1, "text": "**done**"}],
+    ["cell", {"step": 1, "tool_call_id": "c0", "language": "python", "code": "pass"}],
+    ["final", {"text": "**done**", "turn": 1}],
+]
+
+
+def test_turns_then_replayed_stream_show_each_turn_once(harness):
+    violations = _feed(harness, REPLAYED_FIRST_TURN + CELL_EVENTS, turns=[FIRST_TURN])
+    assert violations == []
+    turns = _q(harness, "article.turn")
+    assert [t.get_attribute("data-turn") for t in turns] == ["1", "2"]
+    assert turns[0].find_element("css selector", ".user-text").text == "first " + HOSTILE
+    assert turns[0].find_elements("css selector", ".cell") == []  # the replay was skipped
+    assert turns[1].find_element("css selector", ".user-text").text == "plot the sales"
+    assert harness.execute_script("return window.pwned") is None
+
+
+def test_cell_shows_code_output_result_duration_figures_and_files(harness, static_server,
+                                                                  artifacts):
+    assert _feed(harness, CELL_EVENTS, turns=[FIRST_TURN]) == []
+    cells = _q(harness, "article:nth-of-type(2) details.cell")
+    assert len(cells) == 3
+    ok, failed, tool = cells
+    assert ok.get_attribute("open") == "true"
+    assert "ok" in ok.get_attribute("class").split()
+    assert ok.find_element("css selector", ".cell-state").text == "done"
+    assert ok.find_element("css selector", ".cell-duration").text == "1.23 s"
+    kws = [s.text for s in ok.find_elements("css selector", ".cell-code .tok-kw")]
+    assert kws == ["import", "as"]
+    assert ok.find_element("css selector", ".cell-code .tok-com").text == "# say hi"
+    stdout = ok.find_element("css selector", ".cell-output .stream-stdout")
+    assert stdout.text == "hi\n" + HOSTILE
+    stderr = ok.find_element("css selector", ".cell-output .stream-stderr")
+    assert stderr.text == "DeprecationWarning: x"
+    assert ok.find_element("css selector", ".result-text").text == "42"
+    img = ok.find_element("css selector", "figure img")
+    assert img.get_attribute("src") == (
+        static_server + "/v1/sessions/s-test/files/output/plot.png?inline=1")
+    links = [a.get_attribute("href") for a in ok.find_elements("css selector", ".files a")]
+    assert links == [static_server + "/v1/sessions/s-test/files/output/sales.csv"]
+    assert "failed" in failed.get_attribute("class").split()
+    assert failed.find_element("css selector", ".cell-state").text == "error"
+    assert "ZeroDivisionError" in failed.find_element("css selector", ".traceback").text
+    assert tool.get_attribute("open") is None  # other tools start collapsed
+    assert HOSTILE in tool.find_element("css selector", ".cell-code").get_attribute("textContent")
+    result = tool.find_element("css selector", ".result-text").get_attribute("textContent")
+    assert result == "installed " + HOSTILE
+    harness.execute_script("document.getElementById('out').hidden = true")
+    harness.save_screenshot(os.path.join(artifacts, "conversation-light.png"))
+    harness.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [
+        {"name": "prefers-color-scheme", "value": "dark"}]})
+    harness.save_screenshot(os.path.join(artifacts, "conversation-dark.png"))
+
+
+def test_streamed_text_final_answer_files_usage_and_notes(harness, static_server):
+    assert _feed(harness, CELL_EVENTS) == []
+    turn = _q(harness, "article.turn")[-1]
+    texts = turn.find_elements("css selector", ".assistant-text")
+    # The streamed step, then the last step's text, which is the answer: shown once.
+    assert len(texts) == 2
+    assert texts[0].find_element("css selector", "strong").text == "load"
+    assert HOSTILE in texts[0].text
+    assert "answer" in texts[1].get_attribute("class").split()
+    answer_img = texts[1].find_element("css selector", "img")
+    assert answer_img.get_attribute("src") == (
+        static_server + "/v1/sessions/s-test/files/output/plot.png?inline=1")
+    assert texts[1].find_elements("css selector", "a") == []  # javascript: is text
+    files = [a for a in turn.find_elements("css selector", ":scope > .msg .files a")]
+    assert [a.text for a in files][-1].startswith("/output/" + HOSTILE)
+    assert files[-1].get_attribute("href").startswith(
+        static_server + "/v1/sessions/s-test/files/output/%3Cimg%20src%3Dx")
+    assert turn.find_element("css selector", ".usage").text == "tokens: 150 in, 30 out"
+    assert "restored after a crash" in turn.find_element("css selector", ".note-warn").text
+    assert turn.get_attribute("aria-busy") is None  # the turn is over
+
+
+def test_pending_message_is_adopted_by_its_echo(harness):
+    events = [["user_message", {"text": "hello", "turn": 1}],
+              ["final", {"text": "hi!", "turn": 1}]]
+    assert _feed(harness, events, pending="hello") == []
+    turns = _q(harness, "article.turn")
+    assert len(turns) == 1
+    assert "pending" not in turns[0].get_attribute("class").split()
+    assert turns[0].get_attribute("data-turn") == "1"
+    assert turns[0].find_element("css selector", ".answer").text == "hi!"
+
+
+def test_error_event_ends_the_turn(harness):
+    events = [["user_message", {"text": "go", "turn": 1}], ["step", {"step": 1}],
+              ["error", {"message": "model: " + HOSTILE}]]
+    assert _feed(harness, events) == []
+    turn = _q(harness, "article.turn")[0]
+    assert turn.find_element("css selector", ".note-error").text == "Error: model: " + HOSTILE
+    assert turn.get_attribute("aria-busy") is None
+    assert json.loads(harness.execute_script("return JSON.stringify(window.pwned ?? null)")) is None
