@@ -68,10 +68,21 @@ FIRST_TURN = {"task": "first " + HOSTILE, "output": "**done** " + HOSTILE,
 REPLAYED_FIRST_TURN = [
     ["user_message", {"text": "first " + HOSTILE, "turn": 1}],
     ["step", {"step": 1}],
-    ["text", {"step": 1, "text": "**done**"}],
+    ["text", {"step": 1, "text": "Running it."}],
     ["cell", {"step": 1, "tool_call_id": "c0", "language": "python", "code": "pass"}],
-    ["final", {"text": "**done**", "turn": 1}],
+    ["cell_result", {"tool_call_id": "c0", "ok": True, "text": "", "images": [], "files": []}],
+    ["usage", {"step": 1, "input_tokens": 7, "output_tokens": 3}],
+    ["step", {"step": 2}],
+    ["text", {"step": 2, "text": FIRST_TURN["output"]}],
+    ["files", {"files": [{"path": "/output/a.csv", "size": 1, "mtime": 1}]}],
+    ["final", {"text": FIRST_TURN["output"]}],
 ]
+
+
+def _blocks(turn):
+    """The classes of the assistant's blocks of `turn`, in order."""
+    return [e.get_attribute("class") for e in
+            turn.find_elements("css selector", ".assistant-body > *")]
 
 
 def test_turns_then_replayed_stream_show_each_turn_once(harness):
@@ -80,9 +91,20 @@ def test_turns_then_replayed_stream_show_each_turn_once(harness):
     turns = _q(harness, "article.turn")
     assert [t.get_attribute("data-turn") for t in turns] == ["1", "2"]
     assert turns[0].find_element("css selector", ".user-text").text == "first " + HOSTILE
-    assert turns[0].find_elements("css selector", ".cell") == []  # the replay was skipped
+    # The replayed steps and cell go before the answer, files and usage that `turns` gave; the
+    # last step's text (the answer) is not repeated.
+    assert _blocks(turns[0]) == ["md assistant-text", "cell ok", "md assistant-text answer", "files"]
+    assert turns[0].find_element("css selector", ".usage").text == "tokens: 10 in, 5 out"
+    assert turns[0].get_attribute("aria-busy") is None
     assert turns[1].find_element("css selector", ".user-text").text == "plot the sales"
     assert harness.execute_script("return window.pwned") is None
+
+
+def test_turns_not_replayed_keep_what_turns_say(harness):
+    assert _feed(harness, CELL_EVENTS, turns=[FIRST_TURN]) == []
+    first = _q(harness, "article.turn")[0]
+    assert _blocks(first) == ["md assistant-text answer", "files"]
+    assert first.find_element("css selector", ".answer strong").text == "done"
 
 
 def test_cell_shows_code_output_result_duration_figures_and_files(harness, static_server,

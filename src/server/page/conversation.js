@@ -8,10 +8,12 @@
 //
 //   const conv = new Conversation(scrollElement, {fileUrl: (path, inline) => url});
 //   conv.loadTurns(session.turns);      // turns 1..n, already finished
-//   conv.handle(type, data);            // each event; events of turns 1..n are skipped
+//   conv.handle(type, data);            // each event
 //
-// Turn numbers: turn k of an event is the k-th element of `turns` (1-based), so a stream that
-// replays a finished turn after a reload does not show it twice.
+// Turn numbers: turn k of a user_message is the k-th element of `turns` (1-based). When the
+// stream replays a finished turn (after a reload), its steps and cells are put into that turn,
+// before its answer, files and usage from `turns`, which are not repeated; a turn is never shown
+// twice, and one that is not replayed keeps what `turns` says.
 
 import { renderMarkdown } from './markdown.js';
 import { highlight } from './highlight.js';
@@ -66,7 +68,9 @@ export class Conversation {
     this.root.replaceChildren();
     this.historyCount = 0;
     this.turn = null;  // the turn the events go to
-    this.skipping = false;  // events of a turn that loadTurns already showed
+    this.history = new Map();  // turn number -> the turn loadTurns showed
+    this.replaying = false;  // the events go into a turn of `history`
+    this.skipping = false;  // the events are of a turn already shown (replayed twice)
     this.pending = [];  // user messages sent and not yet echoed by the stream
     this.renderQueued = new Set();
   }
@@ -107,13 +111,16 @@ export class Conversation {
       this.root.querySelector('.empty')?.remove();
       (Array.isArray(turns) ? turns : []).forEach((t, k) => {
         const turn = this.newTurn(str(t && t.task), k + 1);
-        if (t && t.output) turn.body.append(this.answer(str(t.output)));
+        turn.output = str(t && t.output);
+        if (t && t.output) turn.body.append(this.answer(turn.output));
         if (t && t.error) turn.body.append(el('div', 'note note-error', 'Error: ' + str(t.error)));
         if (t && Array.isArray(t.files) && t.files.length) {
           turn.body.append(this.fileList(t.files.map((p) => ({ path: p }))));
         }
         if (t && t.usage) this.showUsage(turn, t.usage);
+        turn.anchor = turn.body.firstChild;  // replayed steps go before the answer
         this.finishTurn(turn);
+        this.history.set(k + 1, turn);
       });
       this.historyCount = Array.isArray(turns) ? turns.length : 0;
     });
@@ -184,21 +191,53 @@ export class Conversation {
   handle(type, data) {
     if (type === 'user_message') {
       const n = Number.isInteger(data.turn) ? data.turn : null;
-      this.skipping = n !== null && n <= this.historyCount;
+      const old = n !== null ? this.history.get(n) : undefined;
+      this.replaying = false;
+      this.skipping = Boolean(old && old.replayed);
       if (this.skipping) return;
+      if (old) {
+        old.replayed = true;
+        this.replaying = true;
+        this.turn = old;
+        return;
+      }
       this.mutate(() => this.userMessage(str(data.text), n));
       return;
     }
-    if (type === 'final' && Number.isInteger(data.turn) && data.turn <= this.historyCount) {
-      this.skipping = false;
-      return;
-    }
-    if (this.skipping) {
-      if (type === 'final' || type === 'error') this.skipping = false;
-      return;
+    if (this.skipping || this.replaying) {
+      if (type === 'final' || type === 'error') {
+        if (this.replaying) this.mutate(() => this.endReplay());
+        this.skipping = false;
+        this.replaying = false;
+        return;
+      }
+      // `turns` has the answer, files and usage of a finished turn already.
+      if (this.skipping || type === 'files' || type === 'usage' || type === 'sandbox') return;
+      if (type === 'status' || type === 'end') {
+        this.turn = null;  // the replay is over without an answer
+        this.replaying = false;
+      }
     }
     const handler = this['on_' + type];
     if (typeof handler === 'function') this.mutate(() => handler.call(this, data));
+  }
+
+  // The replayed turn's last step text is the answer `turns` shows already: drop the copy.
+  endReplay() {
+    const turn = this.turn;
+    if (turn && turn.lastText && turn.lastText.text.trim() === (turn.output || '').trim()) {
+      turn.lastText.el.remove();
+    }
+    this.turn = null;
+  }
+
+  // Adds `node` to the turn's body (in a replayed turn, before what `turns` showed).
+  place(turn, node) {
+    if (turn.anchor && turn.anchor.parentNode === turn.body) {
+      turn.body.insertBefore(node, turn.anchor);
+    } else {
+      turn.body.append(node);
+    }
   }
 
   userMessage(text, number) {
@@ -221,7 +260,7 @@ export class Conversation {
   on_step(data) {
     const turn = this.current();
     turn.step = data.step;
-    this.setBusy(true);
+    if (!this.replaying) this.setBusy(true);
   }
 
   stepText(step) {
@@ -231,7 +270,7 @@ export class Conversation {
     if (!s) {
       s = { text: '', el: el('div', 'md assistant-text') };
       turn.steps.set(key, s);
-      turn.body.append(s.el);
+      this.place(turn, s.el);
     }
     turn.lastText = s;
     return s;
@@ -280,11 +319,11 @@ export class Conversation {
     const result = el('div', 'cell-result');
     result.hidden = true;
     details.append(summary, pre, output, result);
-    turn.body.append(details);
+    this.place(turn, details);
     turn.lastText = null;
     const cell = { details, state, duration, output, result, chars: 0, streamed: '', last: null };
     turn.cells.set(id, cell);
-    this.setBusy(true);
+    if (!this.replaying) this.setBusy(true);
   }
 
   cellOf(id) {
@@ -372,7 +411,7 @@ export class Conversation {
     const result = el('pre', 'result-text');
     result.hidden = true;
     details.append(summary, pre, result);
-    turn.body.append(details);
+    this.place(turn, details);
     turn.lastText = null;
     turn.tools.set(str(data.tool_call_id), { details, state, result });
   }
