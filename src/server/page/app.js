@@ -302,6 +302,8 @@ function onEvent(type, data) {
       break;
     case 'end':
       setStatus(data.status || 'completed');
+      conversation.note('This session has ended (' + (data.status || 'completed') + '). Start a ' +
+        'new chat to go on.');
       refreshSessionsSoon();
       break;
     case 'shutdown':

@@ -127,13 +127,13 @@ export class Conversation {
     this.turn = null;
   }
 
-  // Shows a message the user just sent, before the stream echoes it as user_message.
+  // Shows a message the user just sent, before the stream echoes it as user_message (a turn
+  // still running goes on receiving its events: the session queues the message).
   addPending(text) {
     this.mutate(() => {
       const turn = this.newTurn(text, null);
       turn.el.classList.add('pending');
       this.pending.push(turn);
-      this.turn = turn;
     });
     this.scrollToEnd();
   }
