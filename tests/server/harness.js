@@ -3,7 +3,7 @@
 import { renderMarkdown } from '/assets/markdown.js';
 import { highlight } from '/assets/highlight.js';
 import { Conversation } from '/assets/conversation.js';
-import { encodePath } from '/assets/api.js';
+import { encodePath, sessionFileUrl } from '/assets/api.js';
 
 const ALLOWED_TAGS = new Set([
   'P', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'UL', 'OL', 'LI', 'BLOCKQUOTE', 'PRE', 'CODE', 'SPAN',
@@ -62,10 +62,7 @@ window.harness = {
   // A Conversation in #conv whose files are those of the session `id`.
   conversation(id) {
     const root = document.getElementById('conv');
-    return new Conversation(root, {
-      fileUrl: (path, inline) => '/v1/sessions/' + encodeURIComponent(id) + '/files/' +
-        encodePath(path) + (inline ? '?inline=1' : ''),
-    });
+    return new Conversation(root, { fileUrl: (path, inline) => sessionFileUrl(id, path, inline) });
   },
   // Renders `text` into #out; {violations, html, text, ms}.
   render(text, options = {}) {

@@ -53,6 +53,7 @@ CELL_EVENTS = [
                      "text": "installed " + HOSTILE}],
     ["sandbox", {"sandbox_id": "s-test", "resumed": True}],
     ["files", {"files": [{"path": "/output/sales.csv", "size": 2048, "mtime": 1},
+                         {"path": "/output/../../../v1/logout", "size": 1, "mtime": 1},
                          {"path": "/output/" + HOSTILE + ".png", "size": 5, "mtime": 1}]}],
     ["usage", {"step": 3, "input_tokens": 100, "output_tokens": 20}],
     ["usage", {"step": 4, "input_tokens": 50, "output_tokens": 10}],
@@ -161,6 +162,10 @@ def test_streamed_text_final_answer_files_usage_and_notes(harness, static_server
     assert [a.text for a in files][-1].startswith("/output/" + HOSTILE)
     assert files[-1].get_attribute("href").startswith(
         static_server + "/v1/sessions/s-test/files/output/%3Cimg%20src%3Dx")
+    # A path with .. segments is shown, not linked (the URL would leave the file API).
+    dotted = [e for e in turn.find_elements("css selector", ".files .file")
+              if e.text.startswith("/output/../")]
+    assert [e.tag_name for e in dotted] == ["span"]
     assert turn.find_element("css selector", ".usage").text == "tokens: 150 in, 30 out"
     assert "restored after a crash" in turn.find_element("css selector", ".note-warn").text
     assert turn.get_attribute("aria-busy") is None  # the turn is over

@@ -23,6 +23,15 @@ export function encodePath(path) {
   return String(path).replace(/^\/+/, '').split('/').map(encodeURIComponent).join('/');
 }
 
+// The URL of the sandbox file `path` ("/output/plot.png") of session `id`, or null for a path
+// with . or .. segments (the URL parser would resolve them to another endpoint).
+export function sessionFileUrl(id, path, inline) {
+  if (!id || typeof path !== 'string' || !path) return null;
+  if (path.split('/').some((seg) => seg === '.' || seg === '..')) return null;
+  return '/v1/sessions/' + encodeURIComponent(id) + '/files/' + encodePath(path) +
+    (inline ? '?inline=1' : '');
+}
+
 export class Api {
   constructor() {
     this.csrfToken = '';

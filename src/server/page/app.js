@@ -8,7 +8,7 @@
 // replays the events of the turn in progress, so a reload or a second tab shows the whole
 // conversation and keeps streaming.
 
-import { Api, ApiError, encodePath } from './api.js';
+import { Api, ApiError, sessionFileUrl } from './api.js';
 import { Conversation, formatBytes } from './conversation.js';
 import { EventFeed } from './events.js';
 import { SessionList, sessionHash } from './sessions.js';
@@ -41,10 +41,9 @@ const state = {
 let conversation;
 let sessionList;
 
+// The URL of a sandbox file of the session shown (null without one).
 function fileUrl(path, inline) {
-  if (!state.sessionId || typeof path !== 'string' || !path) return null;
-  return '/v1/sessions/' + encodeURIComponent(state.sessionId) + '/files/' + encodePath(path) +
-    (inline ? '?inline=1' : '');
+  return sessionFileUrl(state.sessionId, path, inline);
 }
 
 // ---------------------------------------------------------------------------------------------
