@@ -106,5 +106,6 @@ def harness(browser, static_server):
     browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [
         {"name": "prefers-color-scheme", "value": "light"}]})
     browser.get(static_server + "/__test__/harness.html")
-    WebDriverWait(browser, 10).until(lambda d: d.execute_script("return window.harnessReady === true"))
+    WebDriverWait(browser, 10).until(
+        lambda d: d.execute_script("return window.harnessReady === true"))
     return browser

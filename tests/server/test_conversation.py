@@ -45,7 +45,8 @@ CELL_EVENTS = [
                                                            "/output/sales.csv"]}],
     ["cell", {"step": 2, "tool_call_id": "c2", "language": "python", "code": "1/0"}],
     ["cell_result", {"tool_call_id": "c2", "ok": False, "duration_ms": 3,
-                     "text": "Traceback (most recent call last):\nZeroDivisionError: division by zero",
+                     "text": "Traceback (most recent call last):\n"
+                             "ZeroDivisionError: division by zero",
                      "images": [], "files": []}],
     ["tool_call", {"step": 3, "tool_call_id": "t1", "tool_name": "install_packages",
                    "args": {"packages": [HOSTILE]}}],
@@ -67,8 +68,10 @@ FIRST_TURN = {"task": "first " + HOSTILE, "output": "**done** " + HOSTILE,
               "error": None}
 
 REPLAYED_FIRST_TURN = [
+    ["status", {"status": "running"}],
     ["user_message", {"text": "first " + HOSTILE, "turn": 1}],
     ["step", {"step": 1}],
+    ["status", {"status": "running", "message": "a status between the turn's events"}],
     ["text", {"step": 1, "text": "Running it."}],
     ["cell", {"step": 1, "tool_call_id": "c0", "language": "python", "code": "pass"}],
     ["cell_result", {"tool_call_id": "c0", "ok": True, "text": "", "images": [], "files": []}],
@@ -94,7 +97,8 @@ def test_turns_then_replayed_stream_show_each_turn_once(harness):
     assert turns[0].find_element("css selector", ".user-text").text == "first " + HOSTILE
     # The replayed steps and cell go before the answer, files and usage that `turns` gave; the
     # last step's text (the answer) is not repeated.
-    assert _blocks(turns[0]) == ["md assistant-text", "cell ok", "md assistant-text answer", "files"]
+    assert _blocks(turns[0]) == [
+        "md assistant-text", "cell ok", "md assistant-text answer", "files"]
     assert turns[0].find_element("css selector", ".usage").text == "tokens: 10 in, 5 out"
     assert turns[0].get_attribute("aria-busy") is None
     assert turns[1].find_element("css selector", ".user-text").text == "plot the sales"

@@ -112,7 +112,8 @@ def test_same_origin_api_image_and_sandbox_paths_load(harness, static_server):
     r = _render(harness, "![plot](/v1/sessions/s-1/files/output/plot.png?inline=1)")
     assert r["violations"] == []
     img = harness.find_element("css selector", "#out img")
-    assert img.get_attribute("src") == static_server + "/v1/sessions/s-1/files/output/plot.png?inline=1"
+    assert img.get_attribute("src") == (
+        static_server + "/v1/sessions/s-1/files/output/plot.png?inline=1")
     assert img.get_attribute("alt") == "plot"
     # A sandbox path goes through options.sandboxUrl (the page maps it to the session's files).
     html = harness.execute_script("""

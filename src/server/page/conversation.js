@@ -211,9 +211,10 @@ export class Conversation {
         this.replaying = false;
         return;
       }
-      // `turns` has the answer, files and usage of a finished turn already.
-      if (this.skipping || type === 'files' || type === 'usage' || type === 'sandbox') return;
-      if (type === 'status' || type === 'end') {
+      // `turns` has the answer, files and usage of a finished turn already; the status of a
+      // finished turn is not busy.
+      if (this.skipping || ['files', 'usage', 'sandbox', 'status'].includes(type)) return;
+      if (type === 'end') {
         this.turn = null;  // the replay is over without an answer
         this.replaying = false;
       }
