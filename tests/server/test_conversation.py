@@ -19,9 +19,10 @@ def _feed(driver, events, turns=None, pending=None):
         if (turns) conv.loadTurns(turns);
         if (pending) conv.addPending(pending);
         for (const [type, data] of events) conv.handle(type, data);
-        // text_delta renders on the next animation frame.
-        requestAnimationFrame(() => requestAnimationFrame(() => done(
-            window.harness.violations(document.getElementById('conv'), true))));
+        // text_delta renders a little later: wait until nothing is queued.
+        const check = () => (conv.renderQueued.size ? setTimeout(check, 20)
+            : done(window.harness.violations(document.getElementById('conv'), true)));
+        check();
         """, turns, events, pending)
 
 
@@ -194,3 +195,18 @@ def test_error_event_ends_the_turn(harness):
     assert turn.find_element("css selector", ".note-error").text == "Error: model: " + HOSTILE
     assert turn.get_attribute("aria-busy") is None
     assert json.loads(harness.execute_script("return JSON.stringify(window.pwned ?? null)")) is None
+
+
+def test_streamed_deltas_end_as_the_whole_text_rendered(harness):
+    text = "".join(f"## Part {k}\n\nSome **bold** and `code` {k}.\n\n" for k in range(300))
+    pieces = [text[i:i + 7] for i in range(0, len(text), 7)]
+    events = [["user_message", {"text": "stream", "turn": 1}], ["step", {"step": 1}]]
+    events += [["text_delta", {"step": 1, "delta": p}] for p in pieces]
+    assert _feed(harness, events) == []
+    streamed = _q(harness, ".assistant-text")[0].get_attribute("innerHTML")
+    whole = harness.execute_script("""
+        const d = document.createElement('div');
+        d.append(window.harness.renderMarkdown(arguments[0]));
+        return d.innerHTML;""", text)
+    assert streamed == whole
+    assert len(_q(harness, ".assistant-text h2")) == 300

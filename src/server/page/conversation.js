@@ -278,7 +278,9 @@ export class Conversation {
   }
 
   renderStep(s) {
+    const t0 = performance.now();
     s.el.replaceChildren(renderMarkdown(s.text, this.markdownOptions()));
+    s.renderMs = performance.now() - t0;
   }
 
   on_text(data) {
@@ -290,13 +292,15 @@ export class Conversation {
   on_text_delta(data) {
     const s = this.stepText(data.step);
     s.text += str(data.delta);
-    // One render per frame however many deltas arrive.
+    // One render per frame however many deltas arrive, and for a long text (whose render takes
+    // a while) at most one in five frames' time, so streaming never stalls the page.
     if (this.renderQueued.has(s)) return;
     this.renderQueued.add(s);
-    requestAnimationFrame(() => {
+    const wait = Math.min(1000, 4 * (s.renderMs || 0));
+    setTimeout(() => requestAnimationFrame(() => {
       this.renderQueued.delete(s);
       this.mutate(() => this.renderStep(s));
-    });
+    }), wait);
   }
 
   on_cell(data) {
