@@ -147,6 +147,9 @@ def test_ordinary_markdown_renders(harness, artifacts):
         "- <https://example.org/auto> and https://example.net/bare.",
         "- mail <someone@example.com>",
         "",
+        "* [ ] to do",
+        "* [x] done",
+        "",
         "> a quote",
         "",
         "```python",
@@ -192,6 +195,7 @@ def test_ordinary_markdown_renders(harness, artifacts):
     assert links["https://example.org/auto"].get_attribute("href") == "https://example.org/auto"
     assert links["https://example.net/bare"].get_attribute("href") == "https://example.net/bare"
     assert links["someone@example.com"].get_attribute("href") == "mailto:someone@example.com"
+    assert [li.text for li in q("li.md-task")] == ["\u2610 to do", "\u2611 done"]
     assert q("blockquote")[0].text == "a quote"
     code = q("pre.md-code code.language-python")[0]
     kinds = {}

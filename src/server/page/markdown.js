@@ -1,8 +1,8 @@
 // A small Markdown renderer for untrusted text (the model's answers): it builds DOM nodes with
 // document.createElement and textContent and never parses a string as HTML, so raw HTML in the
 // text is shown as text. Supported: ATX and setext headings, paragraphs, bullet and ordered lists
-// (nested), block quotes, fenced code blocks (Python and shell highlighted), thematic breaks,
-// pipe tables; inline code, **strong**, *emphasis*, ~~strikethrough~~, links, images, autolinks,
+// (nested, task items), block quotes, fenced code blocks (Python and shell highlighted),
+// thematic breaks, pipe tables; inline code, **strong**, *emphasis*, ~~strikethrough~~, links, images, autolinks,
 // bare http(s) URLs, backslash escapes and character references.
 //
 // Links: an href is resolved with the browser's own URL parser (which drops tabs and newlines and
@@ -372,6 +372,14 @@ function renderList(lines, i, parent, ctx, depth) {
   }
   for (const item of items) {
     const li = el('li');
+    // A task list item: "[ ] todo" or "[x] done".
+    const task = /^\[([ xX])\][ \t]+/.exec(item[0]);
+    if (task) {
+      item[0] = item[0].slice(task[0].length);
+      li.className = 'md-task';
+      li.append(el('span', task[1] === ' ' ? 'md-check' : 'md-check md-checked'));
+      li.lastChild.textContent = task[1] === ' ' ? '\u2610 ' : '\u2611 ';
+    }
     renderBlocks(item, li, ctx, depth + 1, !loose);
     list.append(li);
   }
