@@ -133,7 +133,7 @@ def test_ordinary_markdown_renders(harness, artifacts):
         "# Sales report",
         "",
         "Some **bold**, *italic*, __strong__, _em_, ~~gone~~ and `inline code`; snake_case_name "
-        "stays plain.",
+        "stays plain. *A note with a **key** word* and ***both***.",
         "",
         "## Steps",
         "",
@@ -177,8 +177,10 @@ def test_ordinary_markdown_renders(harness, artifacts):
     q = lambda sel: harness.find_elements("css selector", "#out " + sel)  # noqa: E731
     assert [h.text for h in q("h1")] == ["Sales report"]
     assert [h.text for h in q("h2")] == ["Steps", "Setext heading"]
-    assert [e.text for e in q("strong")] == ["bold", "strong"]
-    assert [e.text for e in q("em")] == ["italic", "em", "labels"]
+    assert [e.text for e in q("strong")] == ["bold", "strong", "key", "both"]
+    assert [e.text for e in q("em")] == ["italic", "em", "A note with a key word", "both",
+                                         "labels"]
+    assert q("em > strong")[0].text == "key" and q("em > strong")[1].text == "both"
     assert [e.text for e in q("del")] == ["gone"]
     assert "snake_case_name" in r["text"]
     assert [e.text for e in q("p > code")] == ["inline code"]

@@ -868,7 +868,7 @@ class InlineParser {
     return null;
   }
 
-  // Index of the first run of `c` (at least `need` long) from `from` that can close, or -1.
+  // Index of the first run of `c` (`need` long) from `from` that can close, or -1.
   // Code spans and escapes are skipped.
   closerOf(c, need, from, end) {
     const key = c + need;
@@ -896,7 +896,8 @@ class InlineParser {
         const before = s[j - 1];
         const canClose = j > from && !/\s/.test(before) &&
           (c !== '_' || !/[\p{L}\p{N}]/u.test(s[k] ?? ''));
-        if (canClose && len >= need && (c !== '~' || len === need)) return j;
+        // The closer is a run of the opener's length: "*a **b** c*" is em around a strong.
+        if (canClose && len === need) return j;
         j = k;
         continue;
       }
