@@ -11,18 +11,13 @@
 import { Api, ApiError, sessionFileUrl } from './api.js';
 import { Conversation, formatBytes } from './conversation.js';
 import { EventFeed } from './events.js';
-import { SessionList, sessionHash } from './sessions.js';
+import { SessionList, STATUS_TEXT, sessionHash } from './sessions.js';
 
 const $ = (id) => document.getElementById(id);
 const BUSY = new Set(['starting', 'running', 'finishing']);
 // Statuses after which the session's sandbox is gone (a cancelled turn leaves it running).
 const ENDED = new Set(
   ['completed', 'failed', 'stopped', 'idle_timeout', 'terminated', 'timed_out']);
-const STATUS_TEXT = {
-  starting: 'starting', idle: 'ready', running: 'running', finishing: 'finishing',
-  completed: 'ended', failed: 'failed', cancelled: 'cancelled', stopped: 'stopped',
-  idle_timeout: 'ended (idle)', terminated: 'terminated', timed_out: 'timed out',
-};
 
 const api = new Api();
 const state = {

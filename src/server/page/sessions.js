@@ -6,6 +6,13 @@
 
 const ACTIVE = new Set(['starting', 'idle', 'running', 'finishing']);
 
+// How the page names a status of docs/server.md.
+export const STATUS_TEXT = {
+  starting: 'starting', idle: 'ready', running: 'running', finishing: 'finishing',
+  completed: 'ended', failed: 'failed', cancelled: 'cancelled', stopped: 'stopped',
+  idle_timeout: 'ended (idle)', terminated: 'terminated', timed_out: 'timed out',
+};
+
 export function sessionHash(id) {
   return '#/sessions/' + encodeURIComponent(id);
 }
@@ -41,7 +48,8 @@ export class SessionList {
       title.textContent = s.title || s.id;
       const meta = document.createElement('span');
       meta.className = 'session-meta';
-      meta.textContent = [s.status, relativeTime(s.created_at)].filter(Boolean).join(' · ');
+      meta.textContent = [STATUS_TEXT[s.status] || s.status, relativeTime(s.created_at)]
+        .filter(Boolean).join(' · ');
       a.append(title, meta);
       const del = document.createElement('button');
       del.type = 'button';
