@@ -10,12 +10,15 @@ import os
 HOSTILE = "<img src=x onerror=window.pwned=1><script>window.pwned=1</script>"
 
 
-def _feed(driver, events, turns=None, pending=None):
-    """Renders `turns` then `events` ([type, data] pairs) into a fresh conversation."""
+def _feed(driver, events, turns=None, pending=None, keep=False):
+    """Renders `turns` then `events` ([type, data] pairs) into a fresh conversation (`keep`: into
+    the last one)."""
     return driver.execute_async_script("""
-        const [turns, events, pending, done] = arguments;
-        const conv = window.harness.conversation('s-test');
-        conv.reset();
+        const [turns, events, pending, keep, done] = arguments;
+        const conv = keep ? window.harness.lastConversation
+            : window.harness.conversation('s-test');
+        window.harness.lastConversation = conv;
+        if (!keep) conv.reset();
         if (turns) conv.loadTurns(turns);
         if (pending) conv.addPending(pending);
         for (const [type, data] of events) conv.handle(type, data);
@@ -23,7 +26,7 @@ def _feed(driver, events, turns=None, pending=None):
         const check = () => (conv.renderQueued.size ? setTimeout(check, 20)
             : done(window.harness.violations(document.getElementById('conv'), true)));
         check();
-        """, turns, events, pending)
+        """, turns, events, pending, keep)
 
 
 def _q(driver, selector):
@@ -210,3 +213,53 @@ def test_streamed_deltas_end_as_the_whole_text_rendered(harness):
         return d.innerHTML;""", text)
     assert streamed == whole
     assert len(_q(harness, ".assistant-text h2")) == 300
+
+
+# The order `codeact server` sends a turn in (seen from the real server): the stream's status
+# says idle before the turn's first step, and the turn's files (paths alone) follow its answer.
+SERVER_ORDER = [
+    ["status", {"status": "starting"}],
+    ["sandbox", {"resumed": False, "sandbox_id": "s-1"}],
+    ["status", {"status": "running"}],
+    ["user_message", {"text": "compute 6*7", "turn": 1}],
+    ["status", {"status": "idle"}],
+    ["step", {"step": 1}],
+    ["usage", {"input_tokens": 50, "output_tokens": 10, "step": 1}],
+    ["cell", {"code": "print(6 * 7)", "language": "python", "step": 1, "tool_call_id": "c1"}],
+]
+SERVER_ORDER_END = [
+    ["cell_result", {"duration_ms": 8, "files": [], "images": [], "ok": True,
+                     "text": "stdout:\n42\n", "tool_call_id": "c1"}],
+    ["step", {"step": 2}],
+    ["text", {"step": 2, "text": "It is **42**."}],
+    ["usage", {"input_tokens": 50, "output_tokens": 10, "step": 2}],
+    ["final", {"text": "It is **42**."}],
+    ["files", {"files": ["/output/plot.png"]}],
+]
+
+
+def test_the_servers_order_of_events_one_turn_busy_until_its_answer(harness, static_server):
+    assert _feed(harness, SERVER_ORDER) == []
+    assert harness.execute_script("return window.harness.lastConversation.busy()") is True
+    assert _feed(harness, SERVER_ORDER_END, keep=True) == []
+    turns = _q(harness, "article.turn")
+    assert len(turns) == 1
+    turn = turns[0]
+    assert harness.execute_script("return window.harness.lastConversation.busy()") is False
+    assert turn.get_attribute("aria-busy") is None
+    assert turn.find_element("css selector", ".answer strong").text == "42"
+    link = turn.find_element("css selector", ".files a")
+    assert link.text == "/output/plot.png"
+    assert link.get_attribute("href") == static_server + "/v1/sessions/s-test/files/output/plot.png"
+    assert turn.find_element("css selector", ".usage").text == "tokens: 100 in, 20 out"
+
+
+def test_files_after_a_replayed_answer_are_not_listed_twice(harness):
+    turns = [{"task": "compute 6*7", "output": "It is **42**.", "files": ["/output/plot.png"],
+              "usage": {"input_tokens": 100, "output_tokens": 20}, "error": None}]
+    assert _feed(harness, SERVER_ORDER + SERVER_ORDER_END, turns=turns) == []
+    turn = _q(harness, "article.turn")
+    assert len(turn) == 1
+    assert len(turn[0].find_elements("css selector", ".files")) == 1
+    assert len(turn[0].find_elements("css selector", ".answer")) == 1
+    assert turn[0].find_element("css selector", ".usage").text == "tokens: 100 in, 20 out"

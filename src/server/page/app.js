@@ -75,13 +75,21 @@ function reportError(e, what) {
 
 function setStatus(status, message) {
   state.status = status || '';
-  const pill = $('status-pill');
-  pill.hidden = !status;
-  pill.textContent = STATUS_TEXT[status] || status || '';
-  pill.className = 'pill status-' + (status || 'none');
-  pill.title = message || '';
-  $('stop-button').disabled = !BUSY.has(status);
+  $('status-pill').title = message || '';
+  updateStop();
   if (ENDED.has(status)) setSandbox('stopped');
+}
+
+// The status pill and Stop: busy while the session says so or a turn's events are still coming
+// (the stream's status can say idle before a turn's first step).
+function updateStop() {
+  const turnRunning = Boolean(conversation && conversation.busy());
+  const shown = state.status === 'idle' && turnRunning ? 'running' : state.status;
+  const pill = $('status-pill');
+  pill.hidden = !shown;
+  pill.textContent = STATUS_TEXT[shown] || shown || '';
+  pill.className = 'pill status-' + (shown || 'none');
+  $('stop-button').disabled = !(BUSY.has(state.status) || turnRunning);
 }
 
 function setSandbox(what, sandboxId) {
@@ -307,6 +315,7 @@ function onEvent(type, data) {
       break;
   }
   conversation.handle(type, data);
+  updateStop();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -356,7 +365,7 @@ async function stop() {
     await api.post('/v1/sessions/' + encodeURIComponent(state.sessionId) + '/cancel');
     conversation.note('Stopping the running turn…');
   } catch (e) {
-    $('stop-button').disabled = !BUSY.has(state.status);
+    updateStop();
     reportError(e, 'stop');
   }
 }

@@ -19,6 +19,10 @@ import { renderMarkdown } from './markdown.js';
 import { highlight } from './highlight.js';
 
 const kMaxOutputChars = 200000;  // of one cell's stdout+stderr kept in the page
+// Statuses that end the turn in progress (the stream's `idle` can come before a turn's events,
+// so it ends nothing: final and error do).
+const TURN_ENDING = new Set(['cancelled', 'failed', 'completed', 'stopped', 'idle_timeout',
+  'terminated', 'timed_out']);
 
 function el(tag, className, text) {
   const e = document.createElement(tag);
@@ -68,6 +72,7 @@ export class Conversation {
     this.root.replaceChildren();
     this.historyCount = 0;
     this.turn = null;  // the turn the events go to
+    this.lastTurn = null;  // the turn that ended last: files and usage may follow its answer
     this.history = new Map();  // turn number -> the turn loadTurns showed
     this.replaying = false;  // the events go into a turn of `history`
     this.skipping = false;  // the events are of a turn already shown (replayed twice)
@@ -119,6 +124,7 @@ export class Conversation {
         }
         if (t && t.usage) this.showUsage(turn, t.usage);
         turn.anchor = turn.body.firstChild;  // replayed steps go before the answer
+        turn.fromHistory = true;
         this.finishTurn(turn);
         this.history.set(k + 1, turn);
       });
@@ -199,6 +205,7 @@ export class Conversation {
         old.replayed = true;
         this.replaying = true;
         this.turn = old;
+        this.lastTurn = null;
         return;
       }
       this.mutate(() => this.userMessage(str(data.text), n));
@@ -229,7 +236,26 @@ export class Conversation {
     if (turn && turn.lastText && turn.lastText.text.trim() === (turn.output || '').trim()) {
       turn.lastText.el.remove();
     }
+    this.endTurn();
+  }
+
+  // The current turn is over; events that may follow its answer (files, usage) still go to it.
+  endTurn() {
+    if (this.turn) this.finishTurn(this.turn);
+    this.lastTurn = this.turn;
     this.turn = null;
+  }
+
+  // True while a turn is in progress (the Stop button's state).
+  busy() {
+    return Boolean(this.turn && !this.replaying && this.turn.el.classList.contains('busy'));
+  }
+
+  // The turn that files and usage go to: the current one, else the one that just ended; null
+  // when that one came from `turns` (which lists them already).
+  trailingTurn() {
+    const turn = this.turn || this.lastTurn || this.current();
+    return turn.fromHistory && !this.turn ? null : turn;
   }
 
   // Adds `node` to the turn's body (in a replayed turn, before what `turns` showed).
@@ -242,6 +268,7 @@ export class Conversation {
   }
 
   userMessage(text, number) {
+    this.lastTurn = null;
     const k = this.pending.findIndex((t) => t.text === text);
     if (k >= 0) {
       const [turn] = this.pending.splice(k, 1);
@@ -451,12 +478,14 @@ export class Conversation {
 
   on_files(data) {
     const files = Array.isArray(data.files) ? data.files : [];
-    if (!files.length) return;
-    this.current().body.append(this.fileList(files));
+    const turn = this.trailingTurn();
+    if (!files.length || !turn) return;
+    this.place(turn, this.fileList(files));
   }
 
   on_usage(data) {
-    const turn = this.current();
+    const turn = this.trailingTurn();
+    if (!turn) return;
     turn.usage.input += Number(data.input_tokens) || 0;
     turn.usage.output += Number(data.output_tokens) || 0;
     this.showUsage(turn, { input_tokens: turn.usage.input, output_tokens: turn.usage.output });
@@ -481,30 +510,27 @@ export class Conversation {
     if (turn.lastText && turn.lastText.text.trim() === text.trim()) {
       turn.lastText.el.classList.add('answer');
     } else if (text) {
-      turn.body.append(this.answer(text));
+      this.place(turn, this.answer(text));
     }
-    this.finishTurn(turn);
-    this.turn = null;
+    this.endTurn();
   }
 
   on_error(data) {
-    const where = this.turn ? this.turn.body : this.root;
-    where.append(el('div', 'note note-error', 'Error: ' + str(data.message)));
-    if (this.turn) {
-      this.finishTurn(this.turn);
-      this.turn = null;
-    }
+    const note = el('div', 'note note-error', 'Error: ' + str(data.message));
+    if (this.turn) this.place(this.turn, note);
+    else this.root.append(note);
+    this.endTurn();
   }
 
   on_status(data) {
     if (!this.turn) return;
     const s = str(data.status);
     if (s === 'running' || s === 'starting' || s === 'finishing') this.setBusy(true);
-    else this.setBusy(false);
+    else if (TURN_ENDING.has(s)) this.endTurn();
   }
 
   on_end() {
-    if (this.turn) this.finishTurn(this.turn);
+    this.endTurn();
   }
 
   answer(text) {
@@ -528,10 +554,11 @@ export class Conversation {
     box.append(el('div', 'files-title', 'Files'));
     const ul = el('ul');
     for (const f of files) {
-      const path = str(f && f.path);
+      // {"path", "size", "mtime"}, or a path alone.
+      const path = typeof f === 'string' ? f : str(f && f.path);
       if (!path) continue;
       const li = el('li');
-      li.append(this.fileLink(path, f.size));
+      li.append(this.fileLink(path, typeof f === 'object' ? f.size : undefined));
       ul.append(li);
     }
     box.append(ul);
