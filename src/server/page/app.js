@@ -31,6 +31,7 @@ const state = {
   carryPending: null,  // {id, text}: the first message of a session just created
   sending: false,
   sandbox: '',  // the sandbox pill: '', 'running', 'restored', 'stopped'
+  deleted: new Set(),  // ids of the sessions deleted from this page
 };
 
 let conversation;
@@ -106,8 +107,13 @@ function setSandbox(what, sandboxId) {
 // ---------------------------------------------------------------------------------------------
 // Login
 
+// The login form; after a signed-in page loses its session (401: it expired, or the server
+// restarted and forgot it) it says so. The URL stays, so signing in again reopens the session.
 function showLogin(message) {
   closeFeed();
+  hideBanner();
+  if (!message && state.me) message = 'Your sign-in has ended. Sign in again.';
+  state.me = null;
   $('app-view').hidden = true;
   $('login-view').hidden = false;
   const err = $('login-error');
@@ -152,7 +158,9 @@ async function onLogout() {
 async function refreshSessions() {
   try {
     const r = await api.get('/v1/sessions');
-    sessionList.render(Array.isArray(r && r.sessions) ? r.sessions : [], state.sessionId);
+    const sessions = Array.isArray(r && r.sessions) ? r.sessions : [];
+    // The server goes on listing a deleted session (as terminated): this page drops it.
+    sessionList.render(sessions.filter((s) => !state.deleted.has(s && s.id)), state.sessionId);
   } catch (e) {
     if (e instanceof ApiError && e.loginRequired) showLogin();
   }
@@ -175,6 +183,7 @@ async function deleteSession(s) {
       return;
     }
   }
+  state.deleted.add(s.id);
   if (s.id === state.sessionId) window.location.hash = '#/';
   refreshSessions();
 }
