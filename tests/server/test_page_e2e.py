@@ -140,7 +140,8 @@ def test_login_then_a_turn_shows_its_cell_files_and_answer(browser, server, mode
     send(browser, "compute 6*7")
     wait(browser, lambda: "#/sessions/" in browser.current_url, 60, "session URL")
     wait(browser, lambda: len(answers(browser)) == 1, 180, "the answer")
-    cell = q(browser, "#conversation details.cell")[0]
+    # The answer may come from the session's turns before the stream replays the cell.
+    cell = wait(browser, lambda: q(browser, "#conversation details.cell.ok"), 60, "the cell")[0]
     assert "42" in cell.text
     assert cell.find_element("css selector", ".cell-state").text == "done"
     assert cell.find_element("css selector", ".cell-duration").text.endswith("ms")
