@@ -69,7 +69,8 @@ core::Status read_run_fields(const Json& body, durable::TaskInput& in,
   }
   auto str = [&](const char* key, std::string& out) -> core::Status {
     if (!body.contains(key) || body[key].is_null()) return core::ok_status();
-    if (!body[key].is_string()) return core::invalid_argument(std::string(key) + ": must be a string");
+    if (!body[key].is_string())
+      return core::invalid_argument(std::string(key) + ": must be a string");
     out = body[key].get<std::string>();
     return core::ok_status();
   };
@@ -95,7 +96,8 @@ core::Status read_run_fields(const Json& body, durable::TaskInput& in,
 }
 
 Result<std::string> text_field(const Json& body, const char* key) {
-  if (!body.contains(key) || !body[key].is_string() || core::trim(body[key].get<std::string>()).empty())
+  if (!body.contains(key) || !body[key].is_string() ||
+      core::trim(body[key].get<std::string>()).empty())
     return core::invalid_argument(std::string(key) + ": must be a non-empty string");
   return body[key].get<std::string>();
 }
@@ -113,8 +115,8 @@ std::string memo_string(const Json& memo, const char* key) {
 Result<ServerConfig> ServerConfig::from_config(const Json& app_config,
                                                const std::string& env_api_keys) {
   ServerConfig c;
-  Json section = app_config.is_object() && app_config.contains("server") ? app_config["server"]
-                                                                         : Json();
+  Json section =
+      app_config.is_object() && app_config.contains("server") ? app_config["server"] : Json();
   Json keys;
   if (!section.is_null()) {
     if (!section.is_object()) return core::invalid_argument("server: must be a mapping");
@@ -188,7 +190,8 @@ Result<Api::Caller> Api::authenticate(const HttpRequest& r) const {
   // a JSON body, PUT and DELETE are not simple; a matching token is proof too.
   const bool not_simple = r.method == "PUT" || r.method == "DELETE" ||
                           r.header("content-type").find("application/json") != std::string::npos;
-  c.may_write = not_simple || (!csrf.empty() && constant_time_equal(csrf, auth_.local_csrf_token()));
+  c.may_write =
+      not_simple || (!csrf.empty() && constant_time_equal(csrf, auth_.local_csrf_token()));
   return c;
 }
 
@@ -214,7 +217,8 @@ int Api::active_count(const std::string& principal) {
   }
   std::lock_guard lock(mu_);
   auto& mine = recent_[principal];
-  for (auto it = mine.begin(); it != mine.end();) it = still.count(*it) ? std::next(it) : mine.erase(it);
+  for (auto it = mine.begin(); it != mine.end();)
+    it = still.count(*it) ? std::next(it) : mine.erase(it);
   return running;
 }
 
@@ -246,11 +250,12 @@ HttpReply Api::handle(const HttpRequest& r) {
     auto key = text_field(*body, "api_key");
     if (!key.ok()) return fail(key.error());
     auto principal = auth_.principal_of_key(*key);
-    if (!principal) return fail(core::Error(core::Code::kUnauthenticated, "the API key is not valid"));
+    if (!principal)
+      return fail(core::Error(core::Code::kUnauthenticated, "the API key is not valid"));
     auto [token, session] = auth_.login(*principal);
     return ok_json({{"principal", session.principal}, {"csrf_token", session.csrf_token}})
-        .set("Set-Cookie", std::string(kCookie) + "=" + token +
-                               "; HttpOnly; SameSite=Strict; Path=/");
+        .set("Set-Cookie",
+             std::string(kCookie) + "=" + token + "; HttpOnly; SameSite=Strict; Path=/");
   }
   auto caller = authenticate(r);
   if (p == "/v1/me" && r.method == "GET") {
@@ -259,9 +264,7 @@ HttpReply Api::handle(const HttpRequest& r) {
           401, {{"error", {{"code", "Unauthenticated"}, {"message", caller.error().message()}}},
                 {"login_required", true}});
     }
-    Json me{{"principal", caller->principal},
-            {"auth", caller->auth},
-            {"login_required", false}};
+    Json me{{"principal", caller->principal}, {"auth", caller->auth}, {"login_required", false}};
     if (caller->auth == "none") me["csrf_token"] = auth_.local_csrf_token();
     if (caller->auth == "cookie") {
       if (auto s = auth_.session(cookie_value(r, kCookie))) me["csrf_token"] = s->csrf_token;
@@ -363,16 +366,15 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
         first_message.empty()
             ? client.start_workflow(kind.workflow, temporal::Args{input}, so)
             : client.signal_with_start(kind.workflow, temporal::Args{input}, so,
-                                       durable::kSendUserTask,
-                                       temporal::Args{Json(first_message)});
+                                       durable::kSendUserTask, temporal::Args{Json(first_message)});
     if (!run.ok()) return std::move(run).error();
     std::lock_guard lock(mu_);
     recent_[caller.principal].insert(id);
     return id;
   };
 
-  auto new_task_input = [&](const Json& body, const std::set<std::string>& extra)
-      -> Result<durable::TaskInput> {
+  auto new_task_input = [&](const Json& body,
+                            const std::set<std::string>& extra) -> Result<durable::TaskInput> {
     durable::TaskInput in;
     CODEACT_TRY_STATUS(read_run_fields(body, in, extra));
     in.activities = deps_.policies;
@@ -419,8 +421,7 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
   auto send_message = [&](const std::string& id, const temporal::WorkflowDescription& d,
                           const std::string& message) -> core::Status {
     if (d.status == "Running") {
-      return client.signal_workflow(id, "", durable::kSendUserTask,
-                                    temporal::Args{Json(message)});
+      return client.signal_workflow(id, "", durable::kSendUserTask, temporal::Args{Json(message)});
     }
     std::string ignored;
     durable::ChatInput chat;
@@ -443,8 +444,9 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
 
   // Waits until turn `index` of a session is answered (POST /chat).
   auto wait_turn = [&](const std::string& id, size_t index) -> Result<durable::ChatTurn> {
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::milliseconds(static_cast<int64_t>(config_.chat_timeout_seconds * 1000));
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::milliseconds(static_cast<int64_t>(config_.chat_timeout_seconds * 1000));
     while (std::chrono::steady_clock::now() < deadline) {
       if (stopping_.cancelled()) return core::unavailable("the server is stopping");
       auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
@@ -457,9 +459,9 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
         std::string ignored;
         auto turns = session_turns(id, *d, ignored);
         if (turns.size() > index) return turns[index];
-        return core::Error(core::Code::kFailedPrecondition,
-                           "the conversation ended (" + resource_status(*d, "") +
-                               ") before answering");
+        return core::Error(
+            core::Code::kFailedPrecondition,
+            "the conversation ended (" + resource_status(*d, "") + ") before answering");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(150));
     }
@@ -477,7 +479,8 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     if (!task.ok()) return fail(task.error());
     std::string id;
     if (body->contains("workflow_id") && !(*body)["workflow_id"].is_null()) {
-      if (!(*body)["workflow_id"].is_string()) return fail(core::invalid_argument("workflow_id: must be a string"));
+      if (!(*body)["workflow_id"].is_string())
+        return fail(core::invalid_argument("workflow_id: must be a string"));
       id = (*body)["workflow_id"].get<std::string>();
     }
     size_t index = 0;
@@ -578,8 +581,8 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     Json items = Json::array();
     std::string token;
     do {
-      auto page = client.list_workflows(
-          fmt::format("WorkflowType = '{}'", kind.workflow), 200, token);
+      auto page =
+          client.list_workflows(fmt::format("WorkflowType = '{}'", kind.workflow), 200, token);
       if (!page.ok()) return fail(page.error());
       for (const auto& e : page->executions) {
         if (memo_string(e.memo, kMemoPrincipal) != caller.principal) continue;
@@ -659,7 +662,8 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     return ok_json({{"accepted", true}}, 202);
   }
   if (seg.size() == 4 && r.method == "POST" && action == "cancel") {
-    if (d->status != "Running") return ok_json({{"accepted", false}, {"status", resource_status(*d, "")}}, 202);
+    if (d->status != "Running")
+      return ok_json({{"accepted", false}, {"status", resource_status(*d, "")}}, 202);
     if (kind.feed == FeedKind::kSession) {
       std::string ignored;
       auto turns = session_turns(id, *d, ignored);
@@ -670,8 +674,10 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     if (!s.ok()) return fail(s.error());
     return ok_json({{"accepted", true}}, 202);
   }
-  if (seg.size() == 4 && r.method == "POST" && action == "stop" && kind.feed == FeedKind::kSession) {
-    if (d->status != "Running") return ok_json({{"accepted", false}, {"status", resource_status(*d, "")}}, 202);
+  if (seg.size() == 4 && r.method == "POST" && action == "stop" &&
+      kind.feed == FeedKind::kSession) {
+    if (d->status != "Running")
+      return ok_json({{"accepted", false}, {"status", resource_status(*d, "")}}, 202);
     auto s = client.signal_workflow(id, "", durable::kStopChat);
     if (!s.ok()) return fail(s.error());
     return ok_json({{"accepted", true}}, 202);

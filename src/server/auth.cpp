@@ -36,8 +36,7 @@ std::string random_token() {
 core::Result<std::vector<ApiKey>> parse_api_keys(const core::Json& config_value,
                                                  const std::string& env_value) {
   std::vector<ApiKey> keys;
-  auto add = [&](std::string principal, std::string key,
-                 const std::string& where) -> core::Status {
+  auto add = [&](std::string principal, std::string key, const std::string& where) -> core::Status {
     key = core::trim(key);
     if (key.size() < 16) {
       return core::invalid_argument(where +

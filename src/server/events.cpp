@@ -69,8 +69,8 @@ std::vector<SseEvent> translate_progress_event(const Json& e, TranslateState& st
   const int64_t step = core::json_int(e, "run_step");
   std::vector<SseEvent> out;
   if (kind == "user_message") {
-    out.push_back(
-        ev("user_message", {{"text", core::json_string(e, "task")}, {"turn", core::json_int(e, "turn")}}));
+    out.push_back(ev("user_message", {{"text", core::json_string(e, "task")},
+                                      {"turn", core::json_int(e, "turn")}}));
   } else if (kind == "model_request_start") {
     out.push_back(ev("step", {{"step", step}}));
   } else if (kind == "model_response") {
@@ -111,10 +111,11 @@ std::vector<SseEvent> translate_progress_event(const Json& e, TranslateState& st
                                 {"language", language},
                                 {"code", *code}}));
     } else {
-      out.push_back(ev("tool_call", {{"step", step},
-                                     {"tool_call_id", call->tool_call_id},
-                                     {"tool_name", call->tool_name},
-                                     {"args", call->args_valid() ? call->args : Json(call->args_raw)}}));
+      out.push_back(
+          ev("tool_call", {{"step", step},
+                           {"tool_call_id", call->tool_call_id},
+                           {"tool_name", call->tool_name},
+                           {"args", call->args_valid() ? call->args : Json(call->args_raw)}}));
     }
   } else if (kind == "tool_result") {
     auto p = llm::request_part_from_json(e.value("part", Json::object()));
@@ -167,8 +168,8 @@ std::vector<SseEvent> translate_progress_event(const Json& e, TranslateState& st
   } else if (kind == "run_failed" || kind == "turn_failed") {
     out.push_back(ev("error", {{"message", core::json_string(e, "error")}}));
   } else if (kind == "message_rejected") {
-    out.push_back(ev("error", {{"message", "a message was rejected: " +
-                                               core::json_string(e, "error")}}));
+    out.push_back(
+        ev("error", {{"message", "a message was rejected: " + core::json_string(e, "error")}}));
   }
   return out;
 }
@@ -180,8 +181,8 @@ struct EventHub::Feed {
     std::string run_id;
     std::string tag;
     std::vector<std::pair<EventPosition, SseEvent>> events;
-    int64_t next = 0;      // progress events seen
-    int64_t between = 0;   // in-between events so far
+    int64_t next = 0;     // progress events seen
+    int64_t between = 0;  // in-between events so far
     TranslateState translate;
   };
   std::string workflow_id;
@@ -267,28 +268,28 @@ void EventHub::subscribe(const std::string& workflow_id, FeedKind kind,
   if (fresh) poll(*feed);  // the first subscriber gets what there is at once
   bool start_watcher = false;
   {
-  std::lock_guard lock(feed->mu);
-  auto after = parse_event_id(last_event_id);
-  size_t first_run = 0;
-  if (after) {
-    for (size_t i = 0; i < feed->runs.size(); ++i)
-      if (feed->runs[i].tag == after->run) first_run = i;
-    if (first_run < feed->runs.size() && feed->runs[first_run].tag != after->run) after.reset();
-  }
-  for (size_t i = first_run; i < feed->runs.size(); ++i) {
-    for (const auto& [pos, e] : feed->runs[i].events) {
-      if (after && i == first_run && !(*after < pos)) continue;
-      stream->send(e.wire());
+    std::lock_guard lock(feed->mu);
+    auto after = parse_event_id(last_event_id);
+    size_t first_run = 0;
+    if (after) {
+      for (size_t i = 0; i < feed->runs.size(); ++i)
+        if (feed->runs[i].tag == after->run) first_run = i;
+      if (first_run < feed->runs.size() && feed->runs[first_run].tag != after->run) after.reset();
     }
-  }
-  if (feed->ended) {
-    stream->close();
-    return;
-  }
-  feed->subscribers.push_back(std::move(stream));
-  feed->last_watched = Clock::now();
-  start_watcher = !feed->watching;
-  feed->watching = true;
+    for (size_t i = first_run; i < feed->runs.size(); ++i) {
+      for (const auto& [pos, e] : feed->runs[i].events) {
+        if (after && i == first_run && !(*after < pos)) continue;
+        stream->send(e.wire());
+      }
+    }
+    if (feed->ended) {
+      stream->close();
+      return;
+    }
+    feed->subscribers.push_back(std::move(stream));
+    feed->last_watched = Clock::now();
+    start_watcher = !feed->watching;
+    feed->watching = true;
   }
   // (The hub's lock is never taken while a feed's is held: the poller takes them the other way.)
   if (start_watcher) {
@@ -429,8 +430,8 @@ void EventHub::poll(Feed& feed) {
         feed.append(run, EventPosition{"", index, sub++}, std::move(out));
     }
     feed.set_status(reply->status);
-    const bool terminal = reply->status == "completed" || reply->status == "failed" ||
-                          reply->status == "cancelled";
+    const bool terminal =
+        reply->status == "completed" || reply->status == "failed" || reply->status == "cancelled";
     if (feed.kind == FeedKind::kRun && terminal) feed.end_run_stream();
     if (feed.kind == FeedKind::kRun || !terminal) {
       if (Clock::now() < feed.next_describe) return;

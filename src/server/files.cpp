@@ -8,7 +8,8 @@ namespace codeact::server {
 
 core::Result<std::string> output_path(const std::string& path) {
   if (path.find('\0') != std::string::npos || path.find('\\') != std::string::npos)
-    return core::permission_denied("the path \"" + core::abbreviate(path, 80) + "\" is not allowed");
+    return core::permission_denied("the path \"" + core::abbreviate(path, 80) +
+                                   "\" is not allowed");
   std::string rest = path;
   if (rest.rfind("/output/", 0) == 0) {
     rest = rest.substr(8);
@@ -29,12 +30,20 @@ core::Result<std::string> output_path(const std::string& path) {
 
 std::string content_type_of(const std::string& path) {
   static const std::vector<std::pair<std::string, std::string>> types = {
-      {".png", "image/png"},         {".jpg", "image/jpeg"},     {".jpeg", "image/jpeg"},
-      {".gif", "image/gif"},         {".webp", "image/webp"},    {".svg", "image/svg+xml"},
-      {".csv", "text/csv; charset=utf-8"},                       {".txt", "text/plain; charset=utf-8"},
-      {".md", "text/markdown; charset=utf-8"},                   {".json", "application/json"},
-      {".html", "text/html; charset=utf-8"},                     {".pdf", "application/pdf"},
-      {".zip", "application/zip"},   {".py", "text/x-python; charset=utf-8"},
+      {".png", "image/png"},
+      {".jpg", "image/jpeg"},
+      {".jpeg", "image/jpeg"},
+      {".gif", "image/gif"},
+      {".webp", "image/webp"},
+      {".svg", "image/svg+xml"},
+      {".csv", "text/csv; charset=utf-8"},
+      {".txt", "text/plain; charset=utf-8"},
+      {".md", "text/markdown; charset=utf-8"},
+      {".json", "application/json"},
+      {".html", "text/html; charset=utf-8"},
+      {".pdf", "application/pdf"},
+      {".zip", "application/zip"},
+      {".py", "text/x-python; charset=utf-8"},
       {".parquet", "application/vnd.apache.parquet"},
       {".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}};
   std::string lower = path;
@@ -103,7 +112,8 @@ HttpResponse download(sandbox::SandboxBackend& sandboxes, const std::string& san
         first = std::max<int64_t>(0, size - static_cast<int64_t>(std::stoll(spec.substr(1))));
       } else if (dash != std::string::npos) {
         first = std::stoll(spec.substr(0, dash));
-        if (dash + 1 < spec.size()) last = std::min<int64_t>(last, std::stoll(spec.substr(dash + 1)));
+        if (dash + 1 < spec.size())
+          last = std::min<int64_t>(last, std::stoll(spec.substr(dash + 1)));
       }
     } catch (...) {
       first = -1;

@@ -1,6 +1,4 @@
 // HttpServer on Boost.Beast: one I/O thread runs every connection; handlers run on a thread pool.
-#include <utility>  // before Asio: its awaitable.hpp uses std::exchange
-
 #include <boost/asio.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
@@ -9,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>  // before Asio: its awaitable.hpp uses std::exchange
 
 #include "codeact/core/log.hpp"
 #include "codeact/core/strings.hpp"
@@ -84,8 +83,8 @@ HttpResponse HttpResponse::json(int status, const Json& body) {
 }
 
 HttpResponse HttpResponse::error(int status, core::Code code, const std::string& message) {
-  return json(status,
-              Json{{"error", {{"code", std::string(core::code_name(code))}, {"message", message}}}});
+  return json(status, Json{{"error",
+                            {{"code", std::string(core::code_name(code))}, {"message", message}}}});
 }
 
 HttpResponse HttpResponse::error(const core::Error& e) {
@@ -219,10 +218,9 @@ class HttpServer::Impl::Connection : public std::enable_shared_from_this<Connect
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(server_.options.max_upload_bytes);
     stream_.expires_after(kIdleTimeout);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, size_t) {
-                              self->on_header(ec);
-                            });
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
 
   void on_header(beast::error_code ec) {
@@ -239,10 +237,10 @@ class HttpServer::Impl::Connection : public std::enable_shared_from_this<Connect
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this(), limit](beast::error_code ec, size_t) {
                        if (ec == http::error::body_limit) {
-                         return self->reply_and_close(HttpResponse::error(
-                             413, core::Code::kResourceExhausted,
-                             "the request body is larger than the limit of " +
-                                 std::to_string(limit) + " bytes"));
+                         return self->reply_and_close(
+                             HttpResponse::error(413, core::Code::kResourceExhausted,
+                                                 "the request body is larger than the limit of " +
+                                                     std::to_string(limit) + " bytes"));
                        }
                        if (ec) return self->close_now();
                        self->on_request();
@@ -268,8 +266,8 @@ class HttpServer::Impl::Connection : public std::enable_shared_from_this<Connect
     req.peer = peer_;
     auto decoded = percent_decode(req.raw_path);
     if (!decoded.ok() || req.raw_path.empty() || req.raw_path[0] != '/') {
-      return write(HttpResponse::error(400, core::Code::kInvalidArgument,
-                                       "the request path is malformed"));
+      return write(
+          HttpResponse::error(400, core::Code::kInvalidArgument, "the request path is malformed"));
     }
     req.path = std::move(*decoded);
     stream_.expires_never();  // the handler may take long; the write sets its own limit
@@ -440,8 +438,7 @@ core::Status HttpServer::start() {
   CODEACT_TRY(auto hp, parse_listen_address(impl_->options.listen));
   boost::system::error_code ec;
   auto address = asio::ip::make_address(hp.first == "localhost" ? "127.0.0.1" : hp.first, ec);
-  if (ec)
-    return core::invalid_argument("--listen: \"" + hp.first + "\" is not an IP address");
+  if (ec) return core::invalid_argument("--listen: \"" + hp.first + "\" is not an IP address");
   tcp::endpoint ep(address, static_cast<unsigned short>(hp.second));
   auto& a = impl_->acceptor;
   a.open(ep.protocol(), ec);

@@ -97,123 +97,142 @@ Json build() {
           {"network", {{"type", "boolean"}}},
           {"packages", {{"type", "array"}, {"items", {{"type", "string"}}}}}}}}}};
   Json session_create = ref("RunFields");
-  session_create = Json{{"allOf", {ref("RunFields"),
-                                   {{"type", "object"},
-                                    {"properties", {{"message", {{"type", "string"}}}}}}}}};
-  Json run_create = Json{{"allOf", {ref("RunFields"),
-                                    {{"type", "object"},
-                                     {"required", {"task"}},
-                                     {"properties", {{"task", {{"type", "string"}}}}}}}}};
+  session_create =
+      Json{{"allOf",
+            {ref("RunFields"),
+             {{"type", "object"}, {"properties", {{"message", {{"type", "string"}}}}}}}}};
+  Json run_create = Json{{"allOf",
+                          {ref("RunFields"),
+                           {{"type", "object"},
+                            {"required", {"task"}},
+                            {"properties", {{"task", {{"type", "string"}}}}}}}}};
   Json bytes{{"description", "the file's bytes"},
              {"content", {{"*/*", {{"schema", {{"type", "string"}, {"format", "binary"}}}}}}}};
   Json paths = Json::object();
-  paths["/health"]["get"] = op(
-      "Liveness and what the server reaches",
-      {{"200", json_response("ok", {{"type", "object"},
-                                    {"properties",
-                                     {{"status", {{"type", "string"}}},
-                                      {"temporal_connected", {{"type", "boolean"}}},
-                                      {"sandbox_initialized", {{"type", "boolean"}}}}}})}},
-      {});
-  paths["/chat"]["post"] = op(
-      "Send a message and wait for the answer (the seed's endpoint)",
-      {{"200", json_response("the answer",
-                             {{"type", "object"},
-                              {"properties",
-                               {{"message", {{"type", "string"}}},
-                                {"container_id", {{"type", "string"}}},
-                                {"file_paths", {{"type", "array"}, {"items", {{"type", "string"}}}}},
-                                {"workflow_id", {{"type", "string"}}}}}})}},
-      {400, 401, 404, 409, 429, 500, 504},
-      json_body({{"type", "object"},
-                 {"required", {"task"}},
-                 {"properties",
-                  {{"task", {{"type", "string"}}}, {"workflow_id", {{"type", "string"}}}}}}));
+  paths["/health"]["get"] =
+      op("Liveness and what the server reaches",
+         {{"200", json_response("ok", {{"type", "object"},
+                                       {"properties",
+                                        {{"status", {{"type", "string"}}},
+                                         {"temporal_connected", {{"type", "boolean"}}},
+                                         {"sandbox_initialized", {{"type", "boolean"}}}}}})}},
+         {});
+  paths["/chat"]["post"] =
+      op("Send a message and wait for the answer (the seed's endpoint)",
+         {{"200",
+           json_response("the answer",
+                         {{"type", "object"},
+                          {"properties",
+                           {{"message", {{"type", "string"}}},
+                            {"container_id", {{"type", "string"}}},
+                            {"file_paths", {{"type", "array"}, {"items", {{"type", "string"}}}}},
+                            {"workflow_id", {{"type", "string"}}}}}})}},
+         {400, 401, 404, 409, 429, 500, 504},
+         json_body({{"type", "object"},
+                    {"required", {"task"}},
+                    {"properties",
+                     {{"task", {{"type", "string"}}}, {"workflow_id", {{"type", "string"}}}}}}));
   paths["/download_file"]["get"] =
       op("Download a file of one of the caller's sandboxes (the seed's endpoint)", {{"200", bytes}},
-         {400, 401, 403, 404},
-         nullptr,
-         Json::array({{{"name", "container_id"}, {"in", "query"}, {"required", true},
+         {400, 401, 403, 404}, nullptr,
+         Json::array({{{"name", "container_id"},
+                       {"in", "query"},
+                       {"required", true},
                        {"schema", {{"type", "string"}}}},
-                      {{"name", "file_path"}, {"in", "query"}, {"required", true},
+                      {{"name", "file_path"},
+                       {"in", "query"},
+                       {"required", true},
                        {"schema", {{"type", "string"}}}}}));
-  paths["/v1/login"]["post"] = op(
-      "Log the page in with an API key (sets an HttpOnly session cookie)",
-      {{"200", json_response("logged in", {{"type", "object"},
-                                           {"properties",
-                                            {{"principal", {{"type", "string"}}},
-                                             {"csrf_token", {{"type", "string"}}}}}})}},
-      {400, 401},
-      json_body({{"type", "object"},
-                 {"required", {"api_key"}},
-                 {"properties", {{"api_key", {{"type", "string"}}}}}}));
-  paths["/v1/logout"]["post"] = op("End the cookie session", {{"204", {{"description", "done"}}}}, {401, 403});
-  paths["/v1/me"]["get"] = op(
-      "Who the caller is",
-      {{"200", json_response("the caller", {{"type", "object"},
-                                            {"properties",
-                                             {{"principal", {{"type", "string"}}},
-                                              {"auth", {{"type", "string"}}},
-                                              {"login_required", {{"type", "boolean"}}},
-                                              {"csrf_token", {{"type", "string"}}}}}})}},
-      {401});
+  paths["/v1/login"]["post"] =
+      op("Log the page in with an API key (sets an HttpOnly session cookie)",
+         {{"200", json_response("logged in", {{"type", "object"},
+                                              {"properties",
+                                               {{"principal", {{"type", "string"}}},
+                                                {"csrf_token", {{"type", "string"}}}}}})}},
+         {400, 401},
+         json_body({{"type", "object"},
+                    {"required", {"api_key"}},
+                    {"properties", {{"api_key", {{"type", "string"}}}}}}));
+  paths["/v1/logout"]["post"] =
+      op("End the cookie session", {{"204", {{"description", "done"}}}}, {401, 403});
+  paths["/v1/me"]["get"] =
+      op("Who the caller is",
+         {{"200", json_response("the caller", {{"type", "object"},
+                                               {"properties",
+                                                {{"principal", {{"type", "string"}}},
+                                                 {"auth", {{"type", "string"}}},
+                                                 {"login_required", {{"type", "boolean"}}},
+                                                 {"csrf_token", {{"type", "string"}}}}}})}},
+         {401});
   for (const std::string kind : {"sessions", "runs"}) {
     const std::string base = "/v1/" + kind;
     const std::string one = base + "/{id}";
     const Json id = Json::array({path_param("id")});
-    paths[base]["post"] =
-        op(kind == "sessions" ? "Start a session (a chat with one sandbox)" : "Start a run (one task)",
-           {{"201", json_response("created", ref("Resource"))}}, {400, 401, 403, 429},
-           json_body(kind == "sessions" ? session_create : run_create, kind == "runs"));
+    paths[base]["post"] = op(
+        kind == "sessions" ? "Start a session (a chat with one sandbox)" : "Start a run (one task)",
+        {{"201", json_response("created", ref("Resource"))}}, {400, 401, 403, 429},
+        json_body(kind == "sessions" ? session_create : run_create, kind == "runs"));
     paths[base]["get"] = op(
         "The caller's " + kind,
-        {{"200", json_response("the list", {{"type", "object"},
-                                            {"properties",
-                                             {{kind, {{"type", "array"}, {"items", ref("Resource")}}}}}})}},
+        {{"200", json_response(
+                     "the list",
+                     {{"type", "object"},
+                      {"properties", {{kind, {{"type", "array"}, {"items", ref("Resource")}}}}}})}},
         {401});
-    paths[one]["get"] = op("One of the caller's " + kind, {{"200", json_response("it", ref("Resource"))}},
-                           {401, 404}, nullptr, id);
-    paths[one]["delete"] = op("End it and remove its sandbox (?volume=true: and its volume)",
-                              {{"204", {{"description", "deleted"}}}}, {401, 403, 404}, nullptr,
-                              Json::array({path_param("id"),
-                                           {{"name", "volume"}, {"in", "query"}, {"required", false},
-                                            {"schema", {{"type", "string"}, {"enum", {"true", "false"}}}}}}));
-    paths[one + "/cancel"]["post"] = op("Cancel what runs now", {{"202", json_response("accepted", ref("Accepted"))}},
-                                        {401, 403, 404}, nullptr, id);
-    paths[one + "/files"]["get"] = op("Files under /output", {{"200", json_response("files", ref("Files"))}},
-                                      {401, 404, 503}, nullptr, id);
+    paths[one]["get"] =
+        op("One of the caller's " + kind, {{"200", json_response("it", ref("Resource"))}},
+           {401, 404}, nullptr, id);
+    paths[one]["delete"] =
+        op("End it and remove its sandbox (?volume=true: and its volume)",
+           {{"204", {{"description", "deleted"}}}}, {401, 403, 404}, nullptr,
+           Json::array({path_param("id"),
+                        {{"name", "volume"},
+                         {"in", "query"},
+                         {"required", false},
+                         {"schema", {{"type", "string"}, {"enum", {"true", "false"}}}}}}));
+    paths[one + "/cancel"]["post"] =
+        op("Cancel what runs now", {{"202", json_response("accepted", ref("Accepted"))}},
+           {401, 403, 404}, nullptr, id);
+    paths[one + "/files"]["get"] =
+        op("Files under /output", {{"200", json_response("files", ref("Files"))}}, {401, 404, 503},
+           nullptr, id);
     Json file_params = Json::array({path_param("id"), path_param("path")});
     paths[one + "/files/{path}"]["get"] =
-        op("Download a file (Range supported)", {{"200", bytes}, {"206", bytes}}, {401, 403, 404, 416},
-           nullptr, file_params);
-    paths[one + "/files/{path}"]["put"] = op(
-        "Upload a file into /output",
-        {{"201", json_response("written", {{"type", "object"},
-                                           {"properties",
-                                            {{"path", {{"type", "string"}}}, {"size", {{"type", "integer"}}}}}})}},
-        {401, 403, 404, 413},
-        Json{{"required", true},
-             {"content", {{"application/octet-stream", {{"schema", {{"type", "string"}, {"format", "binary"}}}}}}}},
-        file_params);
-    paths[one + "/variables"]["get"] = op("The sandbox's variables",
-                                          {{"200", json_response("variables", {{"type", "object"}})}},
-                                          {401, 404, 503}, nullptr, id);
-    paths[one + "/events"]["get"] = op(
-        "Server-Sent Events; Last-Event-ID resumes",
-        {{"200", {{"description", "the event stream"},
-                  {"content", {{"text/event-stream", {{"schema", {{"type", "string"}}}}}}}}}},
-        {401, 404}, nullptr, id);
+        op("Download a file (Range supported)", {{"200", bytes}, {"206", bytes}},
+           {401, 403, 404, 416}, nullptr, file_params);
+    paths[one + "/files/{path}"]["put"] =
+        op("Upload a file into /output",
+           {{"201", json_response("written", {{"type", "object"},
+                                              {"properties",
+                                               {{"path", {{"type", "string"}}},
+                                                {"size", {{"type", "integer"}}}}}})}},
+           {401, 403, 404, 413},
+           Json{{"required", true},
+                {"content",
+                 {{"application/octet-stream",
+                   {{"schema", {{"type", "string"}, {"format", "binary"}}}}}}}},
+           file_params);
+    paths[one + "/variables"]["get"] =
+        op("The sandbox's variables", {{"200", json_response("variables", {{"type", "object"}})}},
+           {401, 404, 503}, nullptr, id);
+    paths[one + "/events"]["get"] =
+        op("Server-Sent Events; Last-Event-ID resumes",
+           {{"200",
+             {{"description", "the event stream"},
+              {"content", {{"text/event-stream", {{"schema", {{"type", "string"}}}}}}}}}},
+           {401, 404}, nullptr, id);
   }
-  paths["/v1/sessions/{id}/messages"]["post"] = op(
-      "Send a message to a session", {{"202", json_response("queued", ref("Accepted"))}},
-      {400, 401, 403, 404, 429},
-      json_body({{"type", "object"},
-                 {"required", {"message"}},
-                 {"properties", {{"message", {{"type", "string"}}}}}}),
-      Json::array({path_param("id")}));
+  paths["/v1/sessions/{id}/messages"]["post"] =
+      op("Send a message to a session", {{"202", json_response("queued", ref("Accepted"))}},
+         {400, 401, 403, 404, 429},
+         json_body({{"type", "object"},
+                    {"required", {"message"}},
+                    {"properties", {{"message", {{"type", "string"}}}}}}),
+         Json::array({path_param("id")}));
   paths["/v1/sessions/{id}/stop"]["post"] =
-      op("End the session after the current turn", {{"202", json_response("accepted", ref("Accepted"))}},
-         {401, 403, 404}, nullptr, Json::array({path_param("id")}));
+      op("End the session after the current turn",
+         {{"202", json_response("accepted", ref("Accepted"))}}, {401, 403, 404}, nullptr,
+         Json::array({path_param("id")}));
   return Json{{"openapi", "3.1.0"},
               {"info",
                {{"title", "codeact server"},
@@ -230,12 +249,23 @@ std::string escape_html(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

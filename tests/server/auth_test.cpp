@@ -1,7 +1,8 @@
+#include "codeact/server/auth.hpp"
+
 #include <gtest/gtest.h>
 
 #include "codeact/server/api.hpp"
-#include "codeact/server/auth.hpp"
 #include "support/manual_clock.hpp"
 
 using namespace codeact;
@@ -24,7 +25,8 @@ TEST(ApiKeys, ShortDuplicateAndMalformedKeysAreRefusedNamingTheEntry) {
   ASSERT_FALSE(short_key.ok());
   EXPECT_NE(short_key.error().message().find("server.api_keys[0]"), std::string::npos);
   EXPECT_FALSE(parse_api_keys(Json::parse(R"(["0123456789abcdef-a"])"), "0123456789abcdef-a").ok());
-  EXPECT_FALSE(parse_api_keys(Json::parse(R"([{"nme": "x", "key": "0123456789abcdef-a"}])"), "").ok());
+  EXPECT_FALSE(
+      parse_api_keys(Json::parse(R"([{"nme": "x", "key": "0123456789abcdef-a"}])"), "").ok());
   EXPECT_FALSE(parse_api_keys(Json::parse(R"({"a": 1})"), "").ok());
   EXPECT_TRUE(parse_api_keys(Json(), "")->empty());
 }
@@ -61,7 +63,8 @@ TEST(RateLimiter, AllowsTheRateAndSaysHowLongToWait) {
 
 TEST(ServerConfig, ReadsTheServerSectionStrictly) {
   auto c = ServerConfig::from_config(Json::parse(R"({"server": {"listen": "0.0.0.0:9000",
-      "max_active_runs": 3, "api_keys": ["0123456789abcdef-a"]}})"), "");
+      "max_active_runs": 3, "api_keys": ["0123456789abcdef-a"]}})"),
+                                     "");
   ASSERT_TRUE(c.ok()) << c.error().message();
   EXPECT_EQ(c->listen, "0.0.0.0:9000");
   EXPECT_EQ(c->max_active_runs, 3);
@@ -69,6 +72,7 @@ TEST(ServerConfig, ReadsTheServerSectionStrictly) {
   auto bad = ServerConfig::from_config(Json::parse(R"({"server": {"max_actve_runs": 3}})"), "");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("max_actve_runs"), std::string::npos);
-  EXPECT_FALSE(ServerConfig::from_config(Json::parse(R"({"server": {"rate_per_minute": 0}})"), "").ok());
+  EXPECT_FALSE(
+      ServerConfig::from_config(Json::parse(R"({"server": {"rate_per_minute": 0}})"), "").ok());
   EXPECT_TRUE(ServerConfig::from_config(Json::object(), "").ok());
 }

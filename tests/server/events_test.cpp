@@ -1,7 +1,8 @@
+#include "codeact/server/events.hpp"
+
 #include <gtest/gtest.h>
 
 #include "codeact/llm/messages.hpp"
-#include "codeact/server/events.hpp"
 
 using namespace codeact;
 using namespace ::codeact::server;
@@ -14,7 +15,9 @@ Json tool_call(const std::string& name, Json args, const std::string& id) {
   p.tool_name = name;
   p.args = std::move(args);
   p.tool_call_id = id;
-  return Json{{"event_kind", "tool_call"}, {"run_step", 1}, {"part", llm::to_json(llm::ModelResponsePart(p))}};
+  return Json{{"event_kind", "tool_call"},
+              {"run_step", 1},
+              {"part", llm::to_json(llm::ModelResponsePart(p))}};
 }
 
 Json tool_return(const std::string& name, Json content, const std::string& id,
@@ -24,7 +27,9 @@ Json tool_return(const std::string& name, Json content, const std::string& id,
   p.content = std::move(content);
   p.tool_call_id = id;
   p.timestamp = ts;
-  return Json{{"event_kind", "tool_result"}, {"run_step", 1}, {"part", llm::to_json(llm::ModelRequestPart(p))}};
+  return Json{{"event_kind", "tool_result"},
+              {"run_step", 1},
+              {"part", llm::to_json(llm::ModelRequestPart(p))}};
 }
 
 }  // namespace
@@ -37,7 +42,8 @@ TEST(Events, ACellBecomesCellAndCellResultWithItsImagesAndDuration) {
   resp.usage.input_tokens = 10;
   resp.usage.output_tokens = 5;
   auto r = translate_progress_event(
-      Json{{"event_kind", "model_response"}, {"run_step", 1}, {"response", llm::to_json(resp)}}, st);
+      Json{{"event_kind", "model_response"}, {"run_step", 1}, {"response", llm::to_json(resp)}},
+      st);
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0].type, "text");
   EXPECT_EQ(r[0].data["text"], "Let me plot it.");
@@ -52,8 +58,8 @@ TEST(Events, ACellBecomesCellAndCellResultWithItsImagesAndDuration) {
 
   auto res = translate_progress_event(
       tool_return("execute_python",
-                  {{"ok", false}, {"files", {"/output/plot.png", "/output/a.csv"}}},
-                  "c1", "2026-01-01T00:00:01.500Z"),
+                  {{"ok", false}, {"files", {"/output/plot.png", "/output/a.csv"}}}, "c1",
+                  "2026-01-01T00:00:01.500Z"),
       st);
   ASSERT_EQ(res.size(), 1u);
   EXPECT_EQ(res[0].type, "cell_result");
@@ -69,7 +75,8 @@ TEST(Events, OtherToolsUserMessagesFailuresAndUnknownKinds) {
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0].type, "tool_call");
   EXPECT_EQ(t[0].data["tool_name"], "read_file");
-  auto u = translate_progress_event(Json{{"event_kind", "user_message"}, {"task", "hi"}, {"turn", 2}}, st);
+  auto u = translate_progress_event(
+      Json{{"event_kind", "user_message"}, {"task", "hi"}, {"turn", 2}}, st);
   ASSERT_EQ(u.size(), 1u);
   EXPECT_EQ(u[0].type, "user_message");
   EXPECT_EQ(u[0].data["text"], "hi");

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "files.hpp"
+
+#include <gtest/gtest.h>
 
 using namespace codeact;
 using namespace ::codeact::server;

@@ -134,7 +134,8 @@ TEST(HttpServer, ListenAddressesAreCheckedAndLoopbackIsKnown) {
   EXPECT_TRUE(is_loopback_host("localhost"));
   EXPECT_FALSE(is_loopback_host("0.0.0.0"));
   EXPECT_FALSE(is_loopback_host("10.0.0.1"));
-  HttpServer taken({.listen = "127.0.0.1:0"}, [](const HttpRequest&) -> HttpReply { return HttpResponse{}; });
+  HttpServer taken({.listen = "127.0.0.1:0"},
+                   [](const HttpRequest&) -> HttpReply { return HttpResponse{}; });
   ASSERT_TRUE(taken.start().ok());
   HttpServer second({.listen = "127.0.0.1:" + std::to_string(taken.port())},
                     [](const HttpRequest&) -> HttpReply { return HttpResponse{}; });

@@ -73,7 +73,7 @@ class Api {
   RateLimiter rate_;
   core::CancelToken stopping_;
   std::mutex mu_;
-  std::map<std::string, std::set<std::string>> recent_;  // principal -> ids started here
+  std::map<std::string, std::set<std::string>> recent_;          // principal -> ids started here
   std::map<std::string, std::vector<durable::ChatTurn>> turns_;  // a cancelled session's
 };
 

@@ -81,8 +81,8 @@ class EventHub {
   // Sends `stream` every event of workflow `workflow_id` after `last_event_id` ("" = from the
   // first this process knows), then the events as they come. A run's stream ends after its
   // `end` event; a session's stays open.
-  void subscribe(const std::string& workflow_id, FeedKind kind,
-                 std::shared_ptr<EventStream> stream, const std::string& last_event_id);
+  void subscribe(const std::string& workflow_id, FeedKind kind, std::shared_ptr<EventStream> stream,
+                 const std::string& last_event_id);
   // An event that is not in the workflow's progress (a cell's live output), sent to the
   // workflow's watchers in order with its events. Dropped when nobody watches.
   void publish(const std::string& workflow_id, const std::string& type, Json data);

@@ -33,8 +33,8 @@ namespace codeact::server {
 using core::Json;
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string path;    // decoded percent-escapes, without the query: "/v1/sessions/s-1"
+  std::string method;    // "GET", "POST", ...
+  std::string path;      // decoded percent-escapes, without the query: "/v1/sessions/s-1"
   std::string raw_path;  // as sent (percent-escapes kept)
   std::string query;     // after '?', as sent
   std::map<std::string, std::string> headers;  // names lower-cased
