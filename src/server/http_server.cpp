@@ -1,4 +1,8 @@
 // HttpServer on Boost.Beast: one I/O thread runs every connection; handlers run on a thread pool.
+// <utility> comes first: Asio's awaitable.hpp uses std::exchange without including it.
+// clang-format off
+#include <utility>
+// clang-format on
 #include <boost/asio.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
@@ -7,7 +11,6 @@
 #include <mutex>
 #include <set>
 #include <thread>
-#include <utility>  // before Asio: its awaitable.hpp uses std::exchange
 
 #include "codeact/core/log.hpp"
 #include "codeact/core/strings.hpp"
