@@ -35,7 +35,8 @@ def temporal(tmp_path_factory):
 @pytest.fixture
 def config(tmp_path):
     p = tmp_path / "app_conf.yml"
-    p.write_text(FAST_DURABLE + "server:\n  api_keys:\n    - {name: alice, key: %s}\n    - {name: bob, key: %s}\n"
+    # Sessions stay running (idle) between tests on the module's dev server: room for all of them.
+    p.write_text(FAST_DURABLE + "server:\n  max_active_runs: 100\n  api_keys:\n    - {name: alice, key: %s}\n    - {name: bob, key: %s}\n"
                  % (KEY_A, KEY_B))
     return str(p)
 
@@ -364,7 +365,9 @@ def test_a_cell_printing_a_line_a_second_streams_its_lines_before_its_result(ser
                                      "    time.sleep(1)"),
                    text_turn("ticked")]
     a = Client(server.url, KEY_A)
-    rid = a.post("/v1/runs", {"task": "tick"}).json()["id"]
+    r = a.post("/v1/runs", {"task": "tick"})
+    assert r.status_code == 201, r.text
+    rid = r.json()["id"]
     times = []
     events = a.events(f"/v1/runs/{rid}/events", until=lambda e: e[1] == "end", timeout=240, arrivals=times)
     arrived = list(zip(times, events))
