@@ -1,4 +1,5 @@
-# Writes a C++ source holding files as byte arrays (cmake -P, run at build time), used by the
+# Writes a C++ source holding files as byte arrays (cmake -P, run at build time through
+# codeact_embed_files of cmake/EmbedFiles.cmake), used by the
 # sandbox (its image recipe and kernel) and the server (the page).
 # -DOUTPUT=<file.cpp> -DMANIFEST=<file with one "<name>=<path>" per line>
 # -DHEADER=<the header declaring `struct EmbeddedFile {name, data, size}` and embedded_files()>

@@ -7,15 +7,15 @@ Reports, from the same run:
   - the server's RSS and thread count with no subscriber, and with all W connected (targets:
     <= 100 MB; threads independent of subscribers);
   - delivery latency of each turn's `final` event to each subscriber, from the moment the model
-    answered; and the same for a direct Temporal client (temporalio) polling the chat's
-    agent_output query every 5 ms: the time the workflow itself takes. The target is the server's
-    p99 within 50 ms of the direct client's;
+    answered; and the same for the C++ Temporal client driving the chat directly
+    (server_bench_direct_chat: signal, then poll the agent_output query every 5 ms): the time the
+    workflow itself takes. The target is the server's p99 within 50 ms of the direct client's;
   - POST /chat round trip against the direct client's signal + poll, same model, same workflow.
 
     bench/server/sse_bench.py [--codeact build/src/cli/codeact] [--sessions 20] [--subscribers 200]
+                              [--messages 5] [--direct-chat build/bench/server/server_bench_direct_chat]
 """
 import argparse
-import asyncio
 import http.client
 import json
 import os
@@ -104,6 +104,8 @@ class Subscriber(threading.Thread):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--codeact", default=os.path.join(REPO, "build/src/cli/codeact"))
+    ap.add_argument("--direct-chat", default=os.path.join(REPO, "build/bench/server/server_bench_direct_chat"),
+                    help="the C++ direct client (the baseline)")
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--subscribers", type=int, default=200)
     ap.add_argument("--messages", type=int, default=5)
@@ -165,8 +167,9 @@ def main():
             lat = [(t - answered[(sid, n)]) * 1000 for sid, n, t in finals if (sid, n) in answered]
 
             # The direct client: the same workflows, polled through Temporal itself.
-            direct = asyncio.run(direct_latencies(address, sids[: min(5, len(sids))], answered, args.messages))
-            chat_rt, direct_rt = chat_round_trips(api, address, sids[0], args.messages)
+            direct = direct_latencies(args.direct_chat, address, sids[: min(5, len(sids))], answered,
+                                      args.messages)
+            chat_rt, direct_rt = chat_round_trips(api, args.direct_chat, address, sids[0], args.messages)
         finally:
             server.terminate()
             server.wait(60)
@@ -187,51 +190,39 @@ def main():
     }, indent=2))
 
 
-async def direct_latencies(address, sids, answered, messages):
-    """Per turn: from the model's answer to a 5 ms poller seeing the turn in agent_output."""
-    from temporalio.client import Client
-    client = await Client.connect(address)
+def direct_chat(binary, address, sid, messages):
+    """The C++ Temporal client driving the chat itself (server_bench_direct_chat): per message,
+    (signalled, answered) in perf_counter seconds."""
+    cmd = [binary, "--address", address, "--workflow-id", sid]
+    for m in messages:
+        cmd += ["--message", m]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"server_bench_direct_chat failed: {out.stderr}")
+    return [(r["signalled"], r["answered"]) for r in map(json.loads, out.stdout.splitlines())]
+
+
+def direct_latencies(binary, address, sids, answered, messages):
+    """Per turn: from the model's answer to the direct client (polling agent_output every 5 ms)
+    seeing the turn answered: what the workflow itself takes."""
     out = []
-    base = {sid: len(await turns(client, sid)) for sid in sids}
     for m in range(messages, messages + 3):
         for sid in sids:
-            h = client.get_workflow_handle(sid)
-            await h.signal("send_user_task", f"ping {sid} {m}")
-            while len(await turns(client, sid)) <= base[sid]:
-                await asyncio.sleep(0.005)
-            seen = time.perf_counter()
-            base[sid] += 1
+            (_, seen), = direct_chat(binary, address, sid, [f"ping {sid} {m}"])
             if (sid, m) in answered:
                 out.append((seen - answered[(sid, m)]) * 1000)
     return out
 
 
-async def turns(client, sid):
-    return (await client.get_workflow_handle(sid).query("agent_output"))["turns"]
-
-
-def chat_round_trips(api, address, sid, start, n=10):
+def chat_round_trips(api, binary, address, sid, start, n=10):
     """POST /chat against the direct client's signal + poll until the answer, on one session."""
     chat = []
     for i in range(n):
         t = time.perf_counter()
         api.call("POST", "/chat", {"task": f"ping {sid} {start + 100 + i}", "workflow_id": sid})
         chat.append((time.perf_counter() - t) * 1000)
-
-    async def direct():
-        from temporalio.client import Client
-        client = await Client.connect(address)
-        out = []
-        for i in range(n):
-            before = len(await turns(client, sid))
-            t = time.perf_counter()
-            await client.get_workflow_handle(sid).signal("send_user_task", f"ping {sid} {start + 200 + i}")
-            while len(await turns(client, sid)) <= before:
-                await asyncio.sleep(0.005)
-            out.append((time.perf_counter() - t) * 1000)
-        return out
-
-    return chat, asyncio.run(direct())
+    direct = direct_chat(binary, address, sid, [f"ping {sid} {start + 200 + i}" for i in range(n)])
+    return chat, [(b - a) * 1000 for a, b in direct]
 
 
 if __name__ == "__main__":

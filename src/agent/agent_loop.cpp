@@ -72,8 +72,10 @@ std::variant<ToolReturnPart, RetryPromptPart> result_part(const ToolCall& call, 
                            call.tool_name, call.tool_call_id, timestamp};
   }
   if (const auto* ret = std::get_if<ToolReturn>(&*r)) {
-    return ToolReturnPart{call.tool_name, ret->text ? Json(*ret->text) : ret->content,
-                          call.tool_call_id, timestamp};
+    // The model reads the text; the typed content stays with the part for the application.
+    if (ret->text)
+      return ToolReturnPart{call.tool_name, *ret->text, call.tool_call_id, timestamp, ret->content};
+    return ToolReturnPart{call.tool_name, ret->content, call.tool_call_id, timestamp};
   }
   return RetryPromptPart{std::get<ModelRetry>(*r).message, call.tool_name, call.tool_call_id,
                          timestamp};

@@ -12,6 +12,7 @@
 #include "codeact/core/config.hpp"
 #include "codeact/server/server.hpp"
 #include "durable_support.hpp"
+#include "stop_signals.hpp"
 
 namespace codeact::cli {
 namespace {
@@ -25,11 +26,7 @@ struct ServerFlags {
 };
 
 int run_server(const ServerFlags& f) {
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  StopSignals stop;  // before any thread starts; the main thread waits for them below
 
   auto builder = codeact::AgentBuilder::load(f.prompts, f.config);
   if (!builder.ok()) return report(builder.error());
@@ -40,6 +37,9 @@ int run_server(const ServerFlags& f) {
     return report(config.error().with_context(
         builder->config.source.empty() ? std::string("app_conf.yml") : builder->config.source));
   if (!f.listen.empty()) config->listen = f.listen;
+  if (config->sessions_file.empty())
+    config->sessions_file =
+        core::data_dir() + "/server/" + server::sessions_file_name(config->api_keys);
   if (auto hp = server::parse_listen_address(config->listen); !hp.ok()) {
     return report(hp.error());
   } else if (config->api_keys.empty() && !server::is_loopback_host(hp->first)) {
@@ -76,9 +76,7 @@ int run_server(const ServerFlags& f) {
                              config->api_keys.size());
   }
   std::cout << "open " << srv.url() << std::endl;
-  int sig = 0;
-  sigwait(&stop, &sig);
-  std::cerr << "[codeact] " << (sig == SIGINT ? "interrupted" : "terminated")
+  std::cerr << "[codeact] " << StopSignals::describe(stop.wait())
             << ": closing the event streams (runs go on)\n";
   srv.stop();
   if ((*session)->worker) (*session)->worker->shutdown(std::chrono::seconds(30));

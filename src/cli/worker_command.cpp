@@ -17,6 +17,7 @@
 #include "cli_context.hpp"
 #include "codeact/core/json.hpp"
 #include "durable_support.hpp"
+#include "stop_signals.hpp"
 
 namespace codeact::cli {
 namespace {
@@ -31,12 +32,7 @@ struct WorkerFlags {
 };
 
 int run_worker(const WorkerFlags& f) {
-  // Block the stop signals in every thread; the main thread waits for them below.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  StopSignals stop;  // before any thread starts; the main thread waits for them below
   durable::WorkerRunnerOptions o;
   o.task_queue = task_queue_of(f.durable);
   o.temporal = f.durable.temporal;
@@ -58,10 +54,7 @@ int run_worker(const WorkerFlags& f) {
       (*runner)->task_queue(), (*runner)->endpoint().address, durable::kTaskWorkflow,
       durable::kChatWorkflow, durable::kSimpleAgentWorkflow,
       model.ok() ? *model : "(none: " + model.error().message() + ")");
-  int sig = 0;
-  sigwait(&stop, &sig);
-  std::cerr << "[codeact] " << (sig == SIGINT ? "interrupted" : "terminated")
-            << ": stopping the worker\n";
+  std::cerr << "[codeact] " << StopSignals::describe(stop.wait()) << ": stopping the worker\n";
   (*runner)->shutdown(std::chrono::seconds(30));
   return kExitOk;
 }

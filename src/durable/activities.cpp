@@ -22,11 +22,10 @@ using temporal::ActivityContext;
 using temporal::Args;
 
 // Heartbeats while an activity works, so a worker that dies is noticed after the heartbeat
-// timeout (not the start-to-close timeout). Cancellation is deliberately not passed on to the
-// cell or the model call: ActivityContext::cancelled() is also set when this worker shuts down,
-// and a cell must not be rolled back because a worker stops (the retry on another worker picks
-// up its result through the execution id). A cancelled run removes its container, which ends
-// the cell.
+// timeout (not the start-to-close timeout), and sets cancel() when the workflow cancels the
+// activity. Only then: ActivityContext::cancelled() is also set when this worker shuts down, and
+// a cell must not be rolled back because a worker stops (the retry on another worker picks up
+// its result through the execution id).
 class Heartbeat {
  public:
   explicit Heartbeat(ActivityContext& ctx) : ctx_(ctx) {
@@ -40,6 +39,7 @@ class Heartbeat {
       while (!done_) {
         lock.unlock();
         ctx_.heartbeat();
+        if (ctx_.cancel_requested_by_server()) cancel_.cancel();
         lock.lock();
         cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; });
       }
@@ -53,9 +53,11 @@ class Heartbeat {
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
+  const core::CancelToken* cancel() const { return &cancel_; }
 
  private:
   ActivityContext& ctx_;
+  core::CancelToken cancel_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;  // GUARDED_BY(mu_)
@@ -138,7 +140,8 @@ Result<AgentPrepareOutput> CodeActActivities::agent_prepare(const AgentPrepareIn
   return out;
 }
 
-Result<ModelRequestOutput> CodeActActivities::model_request(const ModelRequestInput& in) {
+Result<ModelRequestOutput> CodeActActivities::model_request(const ModelRequestInput& in,
+                                                            const core::CancelToken* cancel) {
   CODEACT_TRY(auto binding, state_->bind(in.target));
   CODEACT_TRY(auto model, binding.model());
   if (in.messages.empty() || !std::holds_alternative<llm::ModelRequest>(in.messages.back()))
@@ -159,17 +162,18 @@ Result<ModelRequestOutput> CodeActActivities::model_request(const ModelRequestIn
     return std::move(instructions).error().with_context("rendering the instructions");
   std::get<llm::ModelRequest>(messages.back()).instructions = *instructions;
   const llm::ModelSettings settings = model->default_settings().merged(in.settings);
-  CODEACT_TRY(auto response, model->request(messages, settings, in.params, nullptr));
+  CODEACT_TRY(auto response, model->request(messages, settings, in.params, cancel));
   return ModelRequestOutput{std::move(response), std::move(*instructions)};
 }
 
 Result<agent::ToolResult> CodeActActivities::tool_call(const ToolCallInput& in,
-                                                       const std::string& workflow_id) {
+                                                       const std::string& workflow_id,
+                                                       const core::CancelToken* cancel) {
   CODEACT_TRY(auto binding, state_->bind(in.target));
   CODEACT_TRY(auto toolset, binding.toolset(in.toolset));
   agent::RunContext ctx = in.ctx;
   ctx.executor = nullptr;
-  ctx.cancel = nullptr;
+  ctx.cancel = cancel;
   ctx.deps = Json{{"sandbox_id", in.target.bind.sandbox_id}};
   if (state_->env->live_output && !workflow_id.empty())
     ctx.on_output = state_->env->live_output->call_sink(workflow_id, ctx);
@@ -190,7 +194,8 @@ Result<agent::ToolResult> CodeActActivities::tool_call(const ToolCallInput& in,
 }
 
 Result<Json> CodeActActivities::call(const std::string& name, const Json& input,
-                                     const std::string& workflow_id) {
+                                     const std::string& workflow_id,
+                                     const core::CancelToken* cancel) {
   if (name == kSandboxStartActivity) {
     CODEACT_TRY(auto in, SandboxStartInput::from_json(input));
     CODEACT_TRY(auto out, sandbox_start(in));
@@ -213,12 +218,12 @@ Result<Json> CodeActActivities::call(const std::string& name, const Json& input,
   }
   if (name == kModelRequestActivity) {
     CODEACT_TRY(auto in, ModelRequestInput::from_json(input));
-    CODEACT_TRY(auto out, model_request(in));
+    CODEACT_TRY(auto out, model_request(in, cancel));
     return out.to_json();
   }
   if (name == kToolCallActivity) {
     CODEACT_TRY(auto in, ToolCallInput::from_json(input));
-    CODEACT_TRY(auto out, tool_call(in, workflow_id));
+    CODEACT_TRY(auto out, tool_call(in, workflow_id, cancel));
     return to_json(out);
   }
   return core::not_found("no activity \"" + name + "\" among the codeact.* activities");
@@ -236,7 +241,7 @@ void register_codeact(temporal::Worker& worker, std::shared_ptr<WorkerEnv> env) 
                 fmt::format("{}: expected one argument, got {}", name, args.size()));
           Heartbeat hb(ctx);
           const auto start = std::chrono::steady_clock::now();
-          auto out = activities->call(name, args[0], ctx.info().workflow_id);
+          auto out = activities->call(name, args[0], ctx.info().workflow_id, hb.cancel());
           core::log().debug(
               "{} took {:.1f} ms", name,
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

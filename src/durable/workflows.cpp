@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <set>
 
 #include "codeact/core/json_reader.hpp"
 #include "codeact/core/log.hpp"
@@ -42,6 +43,10 @@ using temporal::WorkflowContext;
 
 // The workflow's way to the worker: activities with the policies' options, its cancel state and
 // its deterministic clock.
+//
+// A chat cancels one turn without cancelling the workflow: cancel_turn() asks the activities in
+// flight to cancel and makes cancel_requested() true until clear_turn_cancel(), so the agent loop
+// ends the turn as cancelled at its next step.
 class WorkflowActivityCaller final : public ActivityCaller {
  public:
   explicit WorkflowActivityCaller(WorkflowContext& ctx) : ctx_(ctx) {}
@@ -49,15 +54,26 @@ class WorkflowActivityCaller final : public ActivityCaller {
     Result<temporal::ActivityOptions> o = activity_options(policy);
     if (!o.ok()) co_return std::move(o).error().with_context(activity);
     auto act = ctx_.execute_activity(activity, input, *o);
+    in_flight_.insert(&act);
     temporal::ActivityResult r = co_await act;
+    in_flight_.erase(&act);
     if (!r.ok()) co_return r.failure().to_error();
     co_return std::move(r).value();
   }
-  bool cancel_requested() const override { return ctx_.cancel_requested(); }
+  bool cancel_requested() const override { return turn_cancelled_ || ctx_.cancel_requested(); }
   std::string now() override { return core::format_rfc3339(ctx_.now()); }
+
+  void cancel_turn() {
+    turn_cancelled_ = true;
+    for (auto* act : in_flight_) act->cancel();
+  }
+  bool turn_cancelled() const { return turn_cancelled_; }
+  void clear_turn_cancel() { turn_cancelled_ = false; }
 
  private:
   WorkflowContext& ctx_;
+  std::set<temporal::ActivityAwaitable*> in_flight_;  // awaited by call() frames that are alive
+  bool turn_cancelled_ = false;
 };
 
 // What the queries read; owned by the query handlers (a query may come after the frame is gone).
@@ -302,6 +318,13 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     st->rejected.push_back(std::move(m));
   });
   ctx.set_signal_handler(kStopChat, [st](const temporal::Args&) { st->stop = true; });
+  // Cancels the turn that runs (nothing when none does): its activities are asked to cancel, the
+  // turn ends as cancelled, and the chat waits for the next message. Runs recorded before this
+  // signal existed never carry it, so they replay as they ran.
+  auto caller = std::make_shared<WorkflowActivityCaller>(ctx);
+  ctx.set_signal_handler(kCancelTurn, [st, caller](const temporal::Args&) {
+    if (st->busy) caller->cancel_turn();
+  });
   ctx.set_query_handler(kProgressQuery,
                         [st](const temporal::Args& a) { return st->view.progress(a).to_json(); });
   ctx.set_query_handler(kAgentOutputQuery, [shared_chat, st, sandbox_id](const temporal::Args&) {
@@ -316,8 +339,7 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   bool& stop = st->stop;
   bool& busy = st->busy;
 
-  WorkflowActivityCaller caller(ctx);
-  ActivityRunSteps steps(caller, target_of(in), in.activities);
+  ActivityRunSteps steps(*caller, target_of(in), in.activities);
   codeact::SandboxRun run(steps, plan_of(in, sandbox_id),
                           [&view](const codeact::SandboxRunEvent& e) { view.on(e); });
   if (!chat.sandbox_started) {
@@ -364,9 +386,19 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     auto turn_task = run.turn(*prepared, task, run_options(in, history, sandbox_id, run_id, view));
     codeact::TurnResult turn = co_await turn_task;
     busy = false;
+    const bool turn_cancelled =
+        caller->turn_cancelled() && !turn.run.ok() && !ctx.cancel_requested();
+    caller->clear_turn_cancel();
     ChatTurn done;
     done.task = task;
-    if (turn.run.ok()) {
+    if (turn_cancelled) {
+      // Whatever the turn had done is dropped from the conversation (the cells it ran are not
+      // undone); the sandbox goes on.
+      done.error = "the turn was cancelled";
+      view.events.push_back(Json{{"event_kind", "turn_cancelled"},
+                                 {"turn", chat.turns.size() + 1},
+                                 {"message", *done.error}});
+    } else if (turn.run.ok()) {
       history = turn.run->messages;
       done.output = turn.run->output_text();
       done.files = turn.files;

@@ -104,11 +104,13 @@ Json to_json(const ModelRequestPart& part) {
                 {"part_kind", "user-prompt"}, {"content", p.content}, {"timestamp", p.timestamp}};
           },
           [](const ToolReturnPart& p) {
-            return Json{{"part_kind", "tool-return"},
-                        {"tool_name", p.tool_name},
-                        {"content", p.content},
-                        {"tool_call_id", p.tool_call_id},
-                        {"timestamp", p.timestamp}};
+            Json j{{"part_kind", "tool-return"},
+                   {"tool_name", p.tool_name},
+                   {"content", p.content},
+                   {"tool_call_id", p.tool_call_id},
+                   {"timestamp", p.timestamp}};
+            if (!p.metadata.is_null()) j["metadata"] = p.metadata;
+            return j;
           },
           [](const RetryPromptPart& p) {
             Json j{
@@ -216,6 +218,7 @@ Result<ModelRequestPart> request_part_at(const Json& j, const std::string& path)
     CODEACT_TRY_STATUS(r.optional("tool_call_id", p.tool_call_id));
     CODEACT_TRY_STATUS(r.optional("timestamp", p.timestamp));
     if (auto it = j.find("content"); it != j.end()) p.content = *it;
+    if (auto it = j.find("metadata"); it != j.end()) p.metadata = *it;
     return ModelRequestPart(std::move(p));
   }
   if (kind == "retry-prompt") {

@@ -136,6 +136,9 @@ Result<ServerConfig> ServerConfig::from_config(const Json& app_config,
           return core::invalid_argument("server." + k + ": must be an integer >= 1");
         (k == "rate_per_minute" ? c.rate_per_minute : c.max_active_runs) =
             static_cast<int>(v.get<int64_t>());
+      } else if (k == "sessions_file") {
+        if (!v.is_string()) return core::invalid_argument("server.sessions_file: must be a path");
+        c.sessions_file = v.get<std::string>();
       } else if (k == "chat_timeout_seconds") {
         if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() > 86400)
           return core::invalid_argument("server.chat_timeout_seconds: must be in (0, 86400]");
@@ -144,7 +147,7 @@ Result<ServerConfig> ServerConfig::from_config(const Json& app_config,
         return core::invalid_argument(
             "server." + k +
             ": unknown key (listen, api_keys, max_body_bytes, max_upload_bytes, rate_per_minute, "
-            "max_active_runs, chat_timeout_seconds)");
+            "max_active_runs, chat_timeout_seconds, sessions_file)");
       }
     }
   }
@@ -155,7 +158,7 @@ Result<ServerConfig> ServerConfig::from_config(const Json& app_config,
 Api::Api(ServerConfig config, ApiDeps deps)
     : config_(std::move(config)),
       deps_(std::move(deps)),
-      auth_(config_.api_keys),
+      auth_(config_.api_keys, config_.sessions_file),
       rate_(config_.rate_per_minute) {}
 
 void Api::shutdown() { stopping_.cancel(); }
@@ -193,6 +196,11 @@ Result<Api::Caller> Api::authenticate(const HttpRequest& r) const {
   c.may_write =
       not_simple || (!csrf.empty() && constant_time_equal(csrf, auth_.local_csrf_token()));
   return c;
+}
+
+bool Api::is_deleted(const std::string& id) {
+  std::lock_guard lock(mu_);
+  return deleted_.count(id) > 0;
 }
 
 int Api::active_count(const std::string& principal) {
@@ -255,7 +263,8 @@ HttpReply Api::handle(const HttpRequest& r) {
     auto [token, session] = auth_.login(*principal);
     return ok_json({{"principal", session.principal}, {"csrf_token", session.csrf_token}})
         .set("Set-Cookie",
-             std::string(kCookie) + "=" + token + "; HttpOnly; SameSite=Strict; Path=/");
+             fmt::format("{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}", kCookie, token,
+                         std::chrono::seconds(kCookieSessionLifetime).count()));
   }
   auto caller = authenticate(r);
   if (p == "/v1/me" && r.method == "GET") {
@@ -335,6 +344,8 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
   // another principal's resource does not exist for the caller).
   auto owned = [&](const Kind& kind,
                    const std::string& id) -> Result<temporal::WorkflowDescription> {
+    if (is_deleted(id))
+      return core::not_found(std::string(kind.name) + " \"" + id + "\" not found");
     auto d = client.describe_workflow(id);
     if (!d.ok() || d->workflow_type != kind.workflow ||
         memo_string(d->memo, kMemoPrincipal) != caller.principal)
@@ -390,7 +401,7 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     return m.ok() ? *m : std::string();
   };
 
-  // A session's answered turns: live from the workflow, else what its result or a cancel left.
+  // A session's answered turns: live from the workflow, else what its result holds.
   auto session_turns = [&](const std::string& id, const temporal::WorkflowDescription& d,
                            std::string& live_status) -> std::vector<durable::ChatTurn> {
     if (d.status == "Running") {
@@ -411,9 +422,7 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
         if (out.ok()) return out->turns;
       }
     }
-    std::lock_guard lock(mu_);
-    auto it = turns_.find(id);
-    return it == turns_.end() ? std::vector<durable::ChatTurn>{} : it->second;
+    return {};  // a cancelled or terminated chat's result holds no turns
   };
 
   // Sends a message to a session, starting its workflow again when it has ended (cancelled,
@@ -585,7 +594,8 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
           client.list_workflows(fmt::format("WorkflowType = '{}'", kind.workflow), 200, token);
       if (!page.ok()) return fail(page.error());
       for (const auto& e : page->executions) {
-        if (memo_string(e.memo, kMemoPrincipal) != caller.principal) continue;
+        if (memo_string(e.memo, kMemoPrincipal) != caller.principal || is_deleted(e.workflow_id))
+          continue;
         temporal::WorkflowDescription d;
         d.status = e.status;
         items.push_back(resource_json(kind, e.workflow_id, e.memo, resource_status(d, "")));
@@ -647,6 +657,23 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     const bool volume = r.query_param("volume").value_or("") == "true";
     auto s = deps_.sandboxes->remove(id, volume);
     if (!s.ok() && s.error().code() != core::Code::kNotFound) return fail(s.error());
+    // Then every run of the id leaves Temporal too; the server deletes them in the background,
+    // so this server hides the id at once.
+    {
+      std::lock_guard lock(mu_);
+      deleted_.insert(id);
+    }
+    auto runs = client.list_workflows(fmt::format("WorkflowId = '{}'", id), 1000);
+    std::vector<std::string> run_ids;
+    if (runs.ok())
+      for (const auto& e : runs->executions) run_ids.push_back(e.run_id);
+    if (run_ids.empty()) run_ids.push_back(d->run_id);
+    for (const auto& run : run_ids) {
+      auto del = client.delete_workflow(id, run);
+      if (!del.ok() && del.error().code() != core::Code::kNotFound)
+        core::log().warn("DELETE {}: removing run {} from Temporal failed: {}", id, run,
+                         del.error().to_string());
+    }
     return HttpResponse{204, {}, ""};
   }
   const std::string& action = seg[3];
@@ -665,10 +692,15 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     if (d->status != "Running")
       return ok_json({{"accepted", false}, {"status", resource_status(*d, "")}}, 202);
     if (kind.feed == FeedKind::kSession) {
-      std::string ignored;
-      auto turns = session_turns(id, *d, ignored);
-      std::lock_guard lock(mu_);
-      turns_[id] = std::move(turns);
+      // A session cancels its running turn only: the chat and its sandbox go on.
+      std::string live_status;
+      session_turns(id, *d, live_status);
+      if (live_status != "running")
+        return ok_json(
+            {{"accepted", false}, {"status", live_status.empty() ? "running" : live_status}}, 202);
+      auto s = client.signal_workflow(id, "", durable::kCancelTurn);
+      if (!s.ok()) return fail(s.error());
+      return ok_json({{"accepted", true}}, 202);
     }
     auto s = client.cancel_workflow(id, "", "cancelled over the API by " + caller.principal);
     if (!s.ok()) return fail(s.error());

@@ -1,12 +1,19 @@
 #include "codeact/server/auth.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
+#include "codeact/core/log.hpp"
 #include "codeact/core/strings.hpp"
 
 namespace codeact::server {
@@ -84,8 +91,87 @@ core::Result<std::vector<ApiKey>> parse_api_keys(const core::Json& config_value,
   return keys;
 }
 
-Authenticator::Authenticator(std::vector<ApiKey> keys) : local_csrf_(random_token()) {
-  for (auto& k : keys) digests_.emplace_back(sha256_hex(k.key), k.principal);
+std::string sessions_file_name(const std::vector<ApiKey>& keys) {
+  std::vector<std::string> digests;
+  for (const auto& k : keys) digests.push_back(sha256_hex(k.key));
+  std::sort(digests.begin(), digests.end());
+  return "sessions-" + sha256_hex(core::join(digests, ",")).substr(0, 12) + ".json";
+}
+
+namespace {
+
+int64_t unix_seconds(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+Authenticator::Authenticator(std::vector<ApiKey> keys, std::string sessions_file,
+                             core::Clock* clock)
+    : sessions_file_(std::move(sessions_file)),
+      clock_(core::clock_or_real(clock)),
+      local_csrf_(random_token()) {
+  std::set<std::string> principals;
+  for (auto& k : keys) {
+    digests_.emplace_back(sha256_hex(k.key), k.principal);
+    principals.insert(k.principal);
+  }
+  if (sessions_file_.empty()) return;
+  std::ifstream in(sessions_file_);
+  if (!in) return;  // none yet
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  auto j = core::parse_json(text, sessions_file_);
+  if (!j.ok() || !j->is_object()) {
+    core::log().warn("server: ignoring the sign-ins in {} ({}); the page asks to sign in again",
+                     sessions_file_, j.ok() ? "not a JSON object" : j.error().message());
+    return;
+  }
+  const int64_t now = unix_seconds(clock_.system_now());
+  size_t dropped = 0;
+  for (const auto& [digest, v] : j->items()) {
+    CookieSession s{core::json_string(v, "principal"), core::json_string(v, "csrf_token"),
+                    core::json_int(v, "expires")};
+    if (s.expires <= now || !principals.count(s.principal) || s.csrf_token.empty()) {
+      ++dropped;
+      continue;
+    }
+    sessions_[digest] = std::move(s);
+  }
+  if (dropped > 0) {
+    std::lock_guard lock(mu_);
+    save_locked();
+  }
+}
+
+void Authenticator::save_locked() const {
+  if (sessions_file_.empty()) return;
+  core::Json j = core::Json::object();
+  for (const auto& [digest, s] : sessions_)
+    j[digest] = {{"principal", s.principal}, {"csrf_token", s.csrf_token}, {"expires", s.expires}};
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(fs::path(sessions_file_).parent_path(), ec);
+  const std::string tmp = sessions_file_ + ".tmp";
+  const std::string text = j.dump();
+  // Readable by this user only, from the first byte on.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  bool written = fd >= 0 && ::fchmod(fd, 0600) == 0;
+  for (size_t off = 0; written && off < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n <= 0)
+      written = false;
+    else
+      off += static_cast<size_t>(n);
+  }
+  if (fd >= 0 && ::close(fd) != 0) written = false;
+  if (!written) {
+    core::log().warn("server: cannot write {}: sign-ins are not kept across a restart", tmp);
+    return;
+  }
+  fs::rename(tmp, sessions_file_, ec);
+  if (ec)
+    core::log().warn("server: cannot replace {}: {}; sign-ins are not kept across a restart",
+                     sessions_file_, ec.message());
 }
 
 std::optional<std::string> Authenticator::principal_of_key(std::string_view key) const {
@@ -99,9 +185,13 @@ std::optional<std::string> Authenticator::principal_of_key(std::string_view key)
 
 std::pair<std::string, CookieSession> Authenticator::login(const std::string& principal) {
   std::string token = random_token();
-  CookieSession s{principal, random_token()};
+  const auto expires = clock_.system_now() + kCookieSessionLifetime;
+  CookieSession s{principal, random_token(), unix_seconds(expires)};
   std::lock_guard lock(mu_);
+  const int64_t now = unix_seconds(clock_.system_now());
+  std::erase_if(sessions_, [now](const auto& e) { return e.second.expires <= now; });
   sessions_[sha256_hex(token)] = s;
+  save_locked();
   return {token, s};
 }
 
@@ -109,13 +199,14 @@ std::optional<CookieSession> Authenticator::session(const std::string& token) co
   if (token.empty()) return std::nullopt;
   std::lock_guard lock(mu_);
   auto it = sessions_.find(sha256_hex(token));  // a lookup by digest leaks nothing of the token
-  if (it == sessions_.end()) return std::nullopt;
+  if (it == sessions_.end() || it->second.expires <= unix_seconds(clock_.system_now()))
+    return std::nullopt;
   return it->second;
 }
 
 void Authenticator::logout(const std::string& token) {
   std::lock_guard lock(mu_);
-  sessions_.erase(sha256_hex(token));
+  if (sessions_.erase(sha256_hex(token)) > 0) save_locked();
 }
 
 RateLimiter::RateLimiter(int per_minute, core::Clock* clock)

@@ -122,7 +122,7 @@ std::vector<SseEvent> translate_progress_event(const Json& e, TranslateState& st
     if (!p.ok()) return out;
     if (const auto* ret = std::get_if<llm::ToolReturnPart>(&*p)) {
       const bool cell = ret->tool_name == "execute_python" || ret->tool_name == "execute_bash";
-      const Json& c = ret->content;
+      const Json& c = ret->metadata.is_object() ? ret->metadata : ret->content;
       bool ok = true;
       Json files = Json::array();
       Json images = Json::array();
@@ -165,6 +165,9 @@ std::vector<SseEvent> translate_progress_event(const Json& e, TranslateState& st
   } else if (kind == "cancelled") {
     out.push_back(
         ev("status", {{"status", "cancelled"}, {"message", core::json_string(e, "message")}}));
+  } else if (kind == "turn_cancelled") {
+    out.push_back(ev("turn_cancelled", {{"turn", core::json_int(e, "turn")},
+                                        {"message", core::json_string(e, "message")}}));
   } else if (kind == "run_failed" || kind == "turn_failed") {
     out.push_back(ev("error", {{"message", core::json_string(e, "error")}}));
   } else if (kind == "message_rejected") {

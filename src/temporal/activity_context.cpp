@@ -13,9 +13,9 @@ struct ActivityContext::Heartbeats {
   std::chrono::steady_clock::time_point last_sent{};  // GUARDED_BY(mu)
   std::optional<Args> last_details;                   // GUARDED_BY(mu)
 
-  // Records the heartbeat with the server; true when the server asks to cancel the activity
-  // (or no longer knows this attempt).
-  bool send(const ActivityInfo& info, const Args& details);
+  // Records the heartbeat with the server.
+  enum class Answer { kGoOn, kCancelRequested, kUnknownAttempt };
+  Answer send(const ActivityInfo& info, const Args& details);
 };
 
 ActivityContext::ActivityContext(ActivityInfo info, Args heartbeat_details,
@@ -43,7 +43,18 @@ void ActivityContext::heartbeat(Args details) {
       send = true;
     }
   }
-  if (send && heartbeats_->send(info_, details)) cancelled_.store(true);
+  if (!send) return;
+  switch (heartbeats_->send(info_, details)) {
+    case Heartbeats::Answer::kGoOn:
+      break;
+    case Heartbeats::Answer::kCancelRequested:
+      server_cancelled_.store(true);
+      cancelled_.store(true);
+      break;
+    case Heartbeats::Answer::kUnknownAttempt:
+      cancelled_.store(true);
+      break;
+  }
 }
 
 std::optional<Args> ActivityContext::last_details() const {
@@ -51,8 +62,9 @@ std::optional<Args> ActivityContext::last_details() const {
   return heartbeats_->last_details;
 }
 
-bool ActivityContext::Heartbeats::send(const ActivityInfo& info, const Args& details) {
-  if (!conn) return false;
+ActivityContext::Heartbeats::Answer ActivityContext::Heartbeats::send(const ActivityInfo& info,
+                                                                      const Args& details) {
+  if (!conn) return Answer::kGoOn;
   internal::wsv1::RecordActivityTaskHeartbeatRequest req;
   req.set_namespace_(conn->ns());
   req.set_task_token(info.task_token);
@@ -63,9 +75,9 @@ bool ActivityContext::Heartbeats::send(const ActivityInfo& info, const Args& det
   if (!r.ok()) {
     core::log().debug("{}", r.error().to_string());
     // NotFound: the server no longer knows this attempt (timed out, cancelled, completed).
-    return r.error().code() == core::Code::kNotFound;
+    return r.error().code() == core::Code::kNotFound ? Answer::kUnknownAttempt : Answer::kGoOn;
   }
-  return r->cancel_requested();
+  return r->cancel_requested() ? Answer::kCancelRequested : Answer::kGoOn;
 }
 
 }  // namespace codeact::temporal

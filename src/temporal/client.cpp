@@ -247,6 +247,16 @@ core::Status Client::terminate_workflow(const std::string& workflow_id, const st
   return core::ok_status();
 }
 
+core::Status Client::delete_workflow(const std::string& workflow_id, const std::string& run_id) {
+  internal::wsv1::DeleteWorkflowExecutionRequest req;
+  req.set_namespace_(conn_->ns());
+  req.mutable_workflow_execution()->set_workflow_id(workflow_id);
+  req.mutable_workflow_execution()->set_run_id(run_id);
+  CODEACT_TRY_STATUS(conn_->call(&WorkflowService::Stub::DeleteWorkflowExecution, req,
+                                 "delete workflow " + workflow_id));
+  return core::ok_status();
+}
+
 core::Result<WorkflowDescription> Client::describe_workflow(const std::string& workflow_id,
                                                             const std::string& run_id) {
   internal::wsv1::DescribeWorkflowExecutionRequest req;

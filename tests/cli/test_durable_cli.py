@@ -13,20 +13,10 @@ import uuid
 import pytest
 
 from scripted_model import ScriptedModel, python_turn
-from worker_process import WorkerProcess
+from worker_process import FAST_DURABLE, WorkerProcess
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
-
-# Short heartbeats so a killed worker is noticed in seconds, not minutes.
-FAST_CONFIG = """
-durable:
-  reap_interval_seconds: 1
-  activities:
-    model: {heartbeat_seconds: 2, start_to_close_seconds: 120, max_attempts: 20, initial_retry_seconds: 0.5}
-    tool: {heartbeat_seconds: 2, start_to_close_seconds: 300, max_attempts: 20, initial_retry_seconds: 0.5}
-    sandbox: {heartbeat_seconds: 5, start_to_close_seconds: 600, max_attempts: 5, initial_retry_seconds: 0.5}
-"""
 
 # Each cell appends one line to a file (files are never rolled back: the line count is how many
 # times cells really ran) and increments a counter (state restored from snapshots).
@@ -37,7 +27,7 @@ COUNT = ("counter = globals().get('counter', 0) + 1\n"
 @pytest.fixture
 def config(tmp_path):
     p = tmp_path / "app_conf.yml"
-    p.write_text(FAST_CONFIG)
+    p.write_text(FAST_DURABLE)
     return str(p)
 
 
@@ -386,7 +376,7 @@ def test_no_durable_runs_the_same_scenario_in_process(cli, wid):
 def test_embedded_dev_server_is_started_once_and_reused(cli, tmp_path, wid):
     home = tmp_path / "home"
     cfg = tmp_path / "app_conf.yml"
-    cfg.write_text(FAST_CONFIG)
+    cfg.write_text(FAST_DURABLE)
     from dev_server import free_port
     env = {"CODEACT_HOME": str(home), "CODEACT_TEMPORAL_PORT": str(free_port())}
     model = ScriptedModel([{"content": "hello"}])
@@ -412,7 +402,7 @@ def test_embedded_dev_server_is_started_once_and_reused(cli, tmp_path, wid):
 def test_mcp_tools_are_callable_from_cells_of_a_durable_run(cli, temporal_server, wid, tmp_path):
     secret = "mcp-secret-" + uuid.uuid4().hex
     cfg = tmp_path / "mcp_conf.yml"
-    cfg.write_text(FAST_CONFIG + f"""
+    cfg.write_text(FAST_DURABLE + f"""
 mcp_servers:
   time:
     command: {os.path.join(REPO, ".venv/bin/mcp-server-time")}

@@ -3,6 +3,17 @@
 import signal
 import subprocess
 
+# app_conf.yml's durable section for tests: short heartbeats, so a killed worker is noticed in
+# seconds, and many quick retries.
+FAST_DURABLE = """
+durable:
+  reap_interval_seconds: 1
+  activities:
+    model: {heartbeat_seconds: 2, start_to_close_seconds: 120, max_attempts: 20, initial_retry_seconds: 0.5}
+    tool: {heartbeat_seconds: 2, start_to_close_seconds: 300, max_attempts: 20, initial_retry_seconds: 0.5}
+    sandbox: {heartbeat_seconds: 5, start_to_close_seconds: 600, max_attempts: 5, initial_retry_seconds: 0.5}
+"""
+
 
 class WorkerProcess:
     """start() runs `argv` with `env` (again after kill()); stop() asks it to finish (SIGTERM:

@@ -148,6 +148,19 @@ TEST(Messages, ResponseHelpersAndUsageSum) {
   EXPECT_EQ((ToolReturnPart{"f", Json{{"a", 1}}, "c", ""}).content_text(), "{\"a\":1}");
 }
 
+TEST(ModelMessages, AToolReturnsMetadataRoundTripsAndIsLeftOutWhenThereIsNone) {
+  ToolReturnPart with{"execute_python", Json("stdout: 1"), "c1", "",
+                      Json{{"files", {"/output/a"}}}};
+  Json j = to_json(ModelRequestPart(with));
+  EXPECT_EQ(j["metadata"]["files"][0], "/output/a");
+  auto back = request_part_from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(std::get<ToolReturnPart>(*back), with);
+  EXPECT_EQ(with.content_text(), "stdout: 1");  // what a provider is sent: no metadata
+  Json none = to_json(ModelRequestPart(ToolReturnPart{"f", Json("x"), "c", ""}));
+  EXPECT_FALSE(none.contains("metadata"));
+}
+
 TEST(ModelTypes, RequestParametersAndSettingsRoundTrip) {
   ModelRequestParameters params;
   params.function_tools.push_back(

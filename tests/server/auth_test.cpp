@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "codeact/server/api.hpp"
 #include "support/manual_clock.hpp"
 
@@ -32,7 +35,8 @@ TEST(ApiKeys, ShortDuplicateAndMalformedKeysAreRefusedNamingTheEntry) {
 }
 
 TEST(Authenticator, KnowsItsKeysAndCookieSessionsAndForgetsALoggedOutOne) {
-  Authenticator auth({{"alice", "0123456789abcdef-a"}, {"bob", "0123456789abcdef-b"}});
+  Authenticator auth(
+      std::vector<ApiKey>{{"alice", "0123456789abcdef-a"}, {"bob", "0123456789abcdef-b"}});
   EXPECT_TRUE(auth.keys_configured());
   EXPECT_EQ(auth.principal_of_key("0123456789abcdef-b").value_or(""), "bob");
   EXPECT_FALSE(auth.principal_of_key("0123456789abcdef-").has_value());
@@ -47,6 +51,47 @@ TEST(Authenticator, KnowsItsKeysAndCookieSessionsAndForgetsALoggedOutOne) {
   EXPECT_TRUE(constant_time_equal("abc", "abc"));
   EXPECT_FALSE(constant_time_equal("abc", "abd"));
   EXPECT_FALSE(constant_time_equal("abc", "abcd"));
+}
+
+TEST(Authenticator, SignInsOutliveARestartButNotTheirExpiryOrTheirKey) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("auth-" + random_token().substr(0, 8));
+  const std::string file = (dir / "sessions.json").string();
+  ::codeact::testing::ManualClock clock;
+  std::vector<ApiKey> keys = {{"alice", "0123456789abcdef-a"}, {"bob", "0123456789abcdef-b"}};
+  std::string alice, bob, gone;
+  {
+    Authenticator auth(keys, file, &clock);
+    alice = auth.login("alice").first;
+    bob = auth.login("bob").first;
+    gone = auth.login("alice").first;
+    auth.logout(gone);
+  }
+  EXPECT_EQ(fs::status(file).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text.find(alice), std::string::npos) << "the file holds a cookie itself";
+
+  Authenticator restarted(keys, file, &clock);
+  ASSERT_TRUE(restarted.session(alice).has_value());
+  EXPECT_EQ(restarted.session(alice)->principal, "alice");
+  EXPECT_FALSE(restarted.session(gone).has_value());  // logged out before the restart
+
+  Authenticator without_bob(std::vector<ApiKey>{keys[0]}, file, &clock);  // bob's key was removed
+  EXPECT_FALSE(without_bob.session(bob).has_value());
+  EXPECT_TRUE(without_bob.session(alice).has_value());
+
+  clock.advance(kCookieSessionLifetime + std::chrono::seconds(1));
+  EXPECT_FALSE(without_bob.session(alice).has_value());
+  Authenticator later(keys, file, &clock);
+  EXPECT_FALSE(later.session(alice).has_value());
+
+  fs::create_directories(dir);
+  std::ofstream(file) << "not json";
+  Authenticator corrupt(keys, file, &clock);  // logged and ignored
+  EXPECT_TRUE(corrupt.session(corrupt.login("bob").first).has_value());
+  fs::remove_all(dir);
 }
 
 TEST(RateLimiter, AllowsTheRateAndSaysHowLongToWait) {

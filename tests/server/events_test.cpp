@@ -20,11 +20,14 @@ Json tool_call(const std::string& name, Json args, const std::string& id) {
               {"part", llm::to_json(llm::ModelResponsePart(p))}};
 }
 
-Json tool_return(const std::string& name, Json content, const std::string& id,
+// A tool's result as the agent loop records it: the model's text as content, the tool's typed
+// result as metadata (SandboxTools returns both).
+Json tool_return(const std::string& name, Json typed, const std::string& id,
                  const std::string& ts) {
   llm::ToolReturnPart p;
   p.tool_name = name;
-  p.content = std::move(content);
+  p.content = "the text the model reads";
+  p.metadata = std::move(typed);
   p.tool_call_id = id;
   p.timestamp = ts;
   return Json{{"event_kind", "tool_result"},
@@ -67,6 +70,18 @@ TEST(Events, ACellBecomesCellAndCellResultWithItsImagesAndDuration) {
   EXPECT_EQ(res[0].data["images"], Json::array({"/output/plot.png"}));
   EXPECT_EQ(res[0].data["files"].size(), 2u);
   EXPECT_EQ(res[0].data["duration_ms"], 1500);
+  EXPECT_EQ(res[0].data["text"], "the text the model reads");
+}
+
+TEST(Events, ACancelledTurnIsTurnCancelledNotAnError) {
+  TranslateState st;
+  auto t = translate_progress_event(
+      Json{{"event_kind", "turn_cancelled"}, {"turn", 3}, {"message", "the turn was cancelled"}},
+      st);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].type, "turn_cancelled");
+  EXPECT_EQ(t[0].data["turn"], 3);
+  EXPECT_EQ(t[0].data["message"], "the turn was cancelled");
 }
 
 TEST(Events, OtherToolsUserMessagesFailuresAndUnknownKinds) {

@@ -5,28 +5,23 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 
 import requests
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+from worker_process import FAST_DURABLE  # noqa: E402,F401  (re-exported for the server suites)
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 BIN = os.environ.get("CODEACT_BIN", os.path.join(REPO, "build/src/cli/codeact"))
 PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
 
-# Short heartbeats so a killed worker is noticed in seconds.
-FAST_DURABLE = """
-durable:
-  reap_interval_seconds: 1
-  activities:
-    model: {heartbeat_seconds: 2, start_to_close_seconds: 120, max_attempts: 20, initial_retry_seconds: 0.5}
-    tool: {heartbeat_seconds: 2, start_to_close_seconds: 300, max_attempts: 20, initial_retry_seconds: 0.5}
-    sandbox: {heartbeat_seconds: 5, start_to_close_seconds: 600, max_attempts: 5, initial_retry_seconds: 0.5}
-"""
-
 
 class ServerProcess:
     def __init__(self, temporal, queue, config_path, model=None, env=None, no_worker=False, listen="127.0.0.1:0"):
+        self.temporal = temporal
         self.args = [os.path.abspath(BIN), "server", "--listen", listen, "--temporal", temporal,
                      "--task-queue", queue, "--config", config_path, "--prompts", PROMPTS]
         if model:

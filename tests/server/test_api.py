@@ -377,3 +377,73 @@ def test_a_cell_printing_a_line_a_second_streams_its_lines_before_its_result(ser
     assert text.count("tick") == 4, arrived
     assert outputs[0][0] < result_at - 2, "the first line came with the result, not while the cell ran"
     assert all(d["tool_call_id"] == "c1" and d["stream"] == "stdout" for _, d in outputs)
+
+
+def test_cancel_stops_the_running_cell_and_the_session_goes_on_with_its_state(server, model):
+    model.turns = [python_turn("c1", "x = 5\nimport time\nprint('sleeping', flush=True)\ntime.sleep(300)"),
+                   python_turn("c2", "print(x * 2)"), text_turn("ten")]
+    a = Client(server.url, KEY_A)
+    r = a.post("/v1/sessions", {"message": "slow"})
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    a.events(f"/v1/sessions/{sid}/events", until=lambda e: e[1] == "cell_output", timeout=180)
+    started = time.time()
+    r = a.post(f"/v1/sessions/{sid}/cancel", {})
+    assert r.status_code == 202 and r.json()["accepted"] is True, r.text
+    events = a.events(f"/v1/sessions/{sid}/events", until=lambda e: e[1] == "turn_cancelled", timeout=120)
+    assert events[-1][1] == "turn_cancelled", [t for _, t, _ in events]
+    assert time.time() - started < 60, "the cell was not interrupted: it ran on"
+    got = a.get(f"/v1/sessions/{sid}").json()
+    assert got["status"] == "idle", got
+    assert got["turns"][0]["error"] == "the turn was cancelled", got
+    # Nothing runs now: a second cancel is refused, not sent.
+    r = a.post(f"/v1/sessions/{sid}/cancel", {})
+    assert r.status_code == 202 and r.json()["accepted"] is False, r.text
+    r = a.post(f"/v1/sessions/{sid}/messages", {"message": "go on"})
+    assert r.status_code == 202, r.text
+    turns = wait_for(lambda: (lambda t: t if len(t) == 2 and t[1].get("output") else None)(
+        a.get(f"/v1/sessions/{sid}").json()["turns"]), "the next turn", timeout=180)
+    assert turns[1]["output"] == "ten"
+    results = [d for _, t, d in a.events(f"/v1/sessions/{sid}/events",
+                                          until=lambda e: e[1] == "final" and e[2].get("text") == "ten",
+                                          timeout=60) if t == "cell_result" and d["tool_call_id"] == "c2"]
+    assert "10" in results[0]["text"], "the variable of the cancelled cell's first line is gone"
+
+
+PNG_1x1 = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+
+
+def test_a_cells_image_file_is_in_its_cell_result_and_downloads_as_a_png(server, model):
+    model.turns = [python_turn("c1", "import base64\nopen('/output/plot.png', 'wb').write("
+                                     f"base64.b64decode('{PNG_1x1}'))\nopen('/output/data.csv', 'w').write('a,b')"),
+                   text_turn("drawn")]
+    a = Client(server.url, KEY_A)
+    r = a.post("/v1/runs", {"task": "draw"})
+    assert r.status_code == 201, r.text
+    rid = r.json()["id"]
+    events = collect_until_end(a, f"/v1/runs/{rid}/events")
+    result = [d for _, t, d in events if t == "cell_result"][0]
+    assert result["images"] == ["/output/plot.png"], result
+    assert sorted(result["files"]) == ["/output/data.csv", "/output/plot.png"], result
+    r = a.get(f"/v1/runs/{rid}/files/plot.png?inline=1")
+    assert r.status_code == 200 and r.headers["Content-Type"] == "image/png"
+    assert r.content.startswith(b"\x89PNG")
+
+
+def test_a_deleted_session_is_gone_from_the_list_answers_404_and_its_container_is_removed(server, model):
+    model.turns = [python_turn("c1", "1"), text_turn("done")]
+    a = Client(server.url, KEY_A)
+    r = a.post("/v1/sessions", {"message": "hello"})
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    wait_for(lambda: any(t.get("output") == "done" for t in a.get(f"/v1/sessions/{sid}").json()["turns"]),
+             "the answer", timeout=180)
+    r = a.s.delete(f"{server.url}/v1/sessions/{sid}?volume=true", timeout=120)
+    assert r.status_code == 204, r.text
+    assert a.get(f"/v1/sessions/{sid}").status_code == 404
+    assert sid not in [s["id"] for s in a.get("/v1/sessions").json()["sessions"]]
+    assert subprocess.run(["docker", "inspect", sid], capture_output=True).returncode != 0
+    # Temporal forgets it too (in the background), so a restarted server does not list it either.
+    from dev_server import DEFAULT_BINARY
+    wait_for(lambda: subprocess.run([DEFAULT_BINARY, "workflow", "describe", "-w", sid, "--address", server.temporal],
+                                    capture_output=True).returncode != 0, "Temporal to delete it", timeout=60)

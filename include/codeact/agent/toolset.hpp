@@ -72,7 +72,9 @@ struct RunContext {
 
 struct ToolReturn {
   Json content;
-  std::optional<std::string> text;  // when set, the model sees this text instead of content
+  // When set, the model sees this text instead of content; content then goes with the
+  // ToolReturnPart as its metadata, for the application (events, the page).
+  std::optional<std::string> text;
   bool operator==(const ToolReturn&) const = default;
 };
 

@@ -19,12 +19,17 @@
 // never runs them twice).
 //
 // register_codeact() (workflows.hpp) registers call() under each name, with a heartbeat while it
-// works. Thread-safe: activities run concurrently.
+// works. Cancellation: `cancel` (null = none) is set when the workflow cancels the activity (a
+// cancelled run, or a chat's cancelled turn) — never because the worker stops, so a cell is not
+// interrupted by a worker that goes away (its retry elsewhere gets the result by its execution
+// id). A cell then stops as if interrupted, and a model call is abandoned. Thread-safe:
+// activities run concurrently.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "codeact/core/cancel.hpp"
 #include "codeact/core/json.hpp"
 #include "codeact/core/result.hpp"
 #include "codeact/durable/payloads.hpp"
@@ -48,17 +53,20 @@ class CodeActActivities {
   core::Result<SandboxFilesOutput> sandbox_files(const SandboxFilesInput& in);
   core::Result<SandboxFinishOutput> sandbox_finish(const SandboxFinishInput& in);
   core::Result<AgentPrepareOutput> agent_prepare(const AgentPrepareInput& in);
-  core::Result<ModelRequestOutput> model_request(const ModelRequestInput& in);
+  core::Result<ModelRequestOutput> model_request(const ModelRequestInput& in,
+                                                 const core::CancelToken* cancel = nullptr);
   // The call's result, or an error worth retrying (see above). While it runs, what the call
   // prints is published to WorkerEnv::live_output under `workflow_id` (the workflow the activity
   // works for; "" = not published).
   core::Result<agent::ToolResult> tool_call(const ToolCallInput& in,
-                                            const std::string& workflow_id = "");
+                                            const std::string& workflow_id = "",
+                                            const core::CancelToken* cancel = nullptr);
 
   // The activity `name` from and to JSON, as Temporal runs it, for the workflow `workflow_id`
   // (temporal::ActivityInfo::workflow_id; "" = none). NotFound for another name.
   core::Result<Json> call(const std::string& name, const Json& input,
-                          const std::string& workflow_id = "");
+                          const std::string& workflow_id = "",
+                          const core::CancelToken* cancel = nullptr);
 
  private:
   struct State;

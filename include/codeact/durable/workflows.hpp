@@ -57,6 +57,7 @@ inline constexpr const char* kChatWorkflow = "CodeActChatWorkflow";
 inline constexpr const char* kSimpleAgentWorkflow = "SimpleAgentWorkflow";
 inline constexpr const char* kSendUserTask = "send_user_task";
 inline constexpr const char* kStopChat = "stop_chat";
+inline constexpr const char* kCancelTurn = "cancel_turn";
 inline constexpr const char* kAgentOutputQuery = "agent_output";
 inline constexpr const char* kProgressQuery = "progress";
 inline constexpr const char* kDefaultTaskQueue = "codeact";

@@ -57,6 +57,9 @@ struct ToolReturnPart {
   Json content;
   std::string tool_call_id;
   std::string timestamp;
+  // For the application, never sent to a provider (pydantic-ai's `metadata`): e.g. the typed
+  // result of a tool whose model-facing content is text. Null = none (then not serialized).
+  Json metadata;
   bool operator==(const ToolReturnPart&) const = default;
 
   // The content as the text sent to a provider that only accepts strings.

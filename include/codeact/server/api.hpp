@@ -34,6 +34,9 @@ struct ServerConfig {
   int rate_per_minute = 600;
   int max_active_runs = 8;  // running runs and sessions per principal
   double chat_timeout_seconds = 600;
+  // Where the page's sign-ins are kept across restarts (Authenticator); "" = memory only.
+  // server.sessions_file, else the CLI's <data dir>/server/<sessions_file_name(keys)>.
+  std::string sessions_file;
   static core::Result<ServerConfig> from_config(const core::Json& app_config,
                                                 const std::string& env_api_keys);
 };
@@ -66,6 +69,7 @@ class Api {
   HttpReply route(const HttpRequest& r, const Caller& caller);
   core::Result<Caller> authenticate(const HttpRequest& r) const;
   int active_count(const std::string& principal);
+  bool is_deleted(const std::string& id);
 
   ServerConfig config_;
   ApiDeps deps_;
@@ -73,8 +77,8 @@ class Api {
   RateLimiter rate_;
   core::CancelToken stopping_;
   std::mutex mu_;
-  std::map<std::string, std::set<std::string>> recent_;          // principal -> ids started here
-  std::map<std::string, std::vector<durable::ChatTurn>> turns_;  // a cancelled session's
+  std::map<std::string, std::set<std::string>> recent_;  // principal -> ids started here
+  std::set<std::string> deleted_;  // ids deleted here (Temporal forgets them a little later)
 };
 
 }  // namespace codeact::server

@@ -37,26 +37,46 @@ std::string sha256_hex(std::string_view data);
 struct CookieSession {
   std::string principal;
   std::string csrf_token;
+  int64_t expires = 0;  // Unix seconds
 };
+
+// "sessions-<12 hex>.json": the default name of the sign-ins file of a set of keys (a digest of
+// their digests), so servers with other keys never share one, and a server with the same keys
+// keeps its sign-ins.
+std::string sessions_file_name(const std::vector<ApiKey>& keys);
+
+// How long a sign-in of the page lasts (the cookie's Max-Age).
+inline constexpr std::chrono::hours kCookieSessionLifetime{24 * 14};
 
 class Authenticator {
  public:
-  explicit Authenticator(std::vector<ApiKey> keys);
+  // `sessions_file` ("" = memory only) keeps the page's sign-ins across restarts: a JSON object
+  // {sha256(token): {principal, csrf_token, expires}}, mode 0600, rewritten on each login and
+  // logout (the tokens themselves are never stored). Read at construction: sign-ins that
+  // expired, or whose principal no longer has a key, are dropped; an unreadable file is logged
+  // and ignored (everyone signs in again). `clock` null = core::real_clock().
+  explicit Authenticator(std::vector<ApiKey> keys, std::string sessions_file = "",
+                         core::Clock* clock = nullptr);
 
   bool keys_configured() const { return !digests_.empty(); }
   // The principal of a key; nullopt when it is not one of the keys.
   std::optional<std::string> principal_of_key(std::string_view key) const;
   // A new cookie session for `principal`: {token, session}.
   std::pair<std::string, CookieSession> login(const std::string& principal);
+  // The sign-in of a cookie; nullopt when unknown or expired.
   std::optional<CookieSession> session(const std::string& token) const;
   void logout(const std::string& token);
   // The CSRF token writes need when no key is configured (one per server process).
   const std::string& local_csrf_token() const { return local_csrf_; }
 
  private:
+  void save_locked() const;  // REQUIRES: mu_ held
+
   std::vector<std::pair<std::string, std::string>> digests_;  // (sha256(key), principal)
+  std::string sessions_file_;
+  core::Clock& clock_;
   mutable std::mutex mu_;
-  std::map<std::string, CookieSession> sessions_;  // by sha256(token)
+  std::map<std::string, CookieSession> sessions_;  // by sha256(token); GUARDED_BY(mu_)
   std::string local_csrf_;
 };
 

@@ -62,6 +62,9 @@ class ActivityContext {
   // the worker is shutting down past its deadline.
   bool cancelled() const { return cancelled_.load(); }
   void request_cancel() { cancelled_.store(true); }
+  // True once the server asked to cancel this activity (its workflow cancelled it) — not when
+  // the worker shuts down or the server no longer knows this attempt (it may be retried).
+  bool cancel_requested_by_server() const { return server_cancelled_.load(); }
   // The details of the last heartbeat call (sent or not), for the failure report.
   std::optional<Args> last_details() const;
 
@@ -71,6 +74,7 @@ class ActivityContext {
   ActivityInfo info_;
   Args heartbeat_details_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> server_cancelled_{false};
   std::unique_ptr<Heartbeats> heartbeats_;
 };
 

@@ -152,6 +152,10 @@ class Client {
                                const std::string& reason = "");
   core::Status terminate_workflow(const std::string& workflow_id, const std::string& run_id = "",
                                   const std::string& reason = "");
+  // Deletes the run from the server, its history and visibility record too (a running one is
+  // terminated first). The server removes it asynchronously: describe and list may still show it
+  // for a moment. NotFound when there is no such run.
+  core::Status delete_workflow(const std::string& workflow_id, const std::string& run_id = "");
   // The run ("" run_id = the latest run of the id). NotFound when there is none.
   core::Result<WorkflowDescription> describe_workflow(const std::string& workflow_id,
                                                       const std::string& run_id = "");

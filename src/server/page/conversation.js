@@ -522,6 +522,13 @@ export class Conversation {
     this.endTurn();
   }
 
+  on_turn_cancelled() {
+    const note = el('div', 'note', 'Stopped. The session goes on: send the next message.');
+    if (this.turn) this.place(this.turn, note);
+    else this.root.append(note);
+    this.endTurn();
+  }
+
   on_status(data) {
     if (!this.turn) return;
     const s = str(data.status);

@@ -13,8 +13,8 @@
 
 export const EVENT_TYPES = [
   'status', 'user_message', 'step', 'text', 'text_delta', 'cell', 'cell_output', 'cell_result',
-  'tool_call', 'tool_result', 'retry', 'sandbox', 'files', 'usage', 'final', 'error', 'end',
-  'shutdown',
+  'tool_call', 'tool_result', 'retry', 'sandbox', 'files', 'usage', 'final', 'error',
+  'turn_cancelled', 'end', 'shutdown',
 ];
 
 export class EventFeed {
