@@ -22,8 +22,7 @@ using codeact::core::Json;
 namespace {
 
 double monotonic_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 codeact::core::Result<size_t> answered_turns(tp::Client& client, const std::string& id) {
@@ -38,9 +37,12 @@ int main(int argc, char** argv) {
   std::string address, id;
   std::vector<std::string> messages;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--address") == 0) address = argv[i + 1];
-    else if (std::strcmp(argv[i], "--workflow-id") == 0) id = argv[i + 1];
-    else if (std::strcmp(argv[i], "--message") == 0) messages.emplace_back(argv[i + 1]);
+    if (std::strcmp(argv[i], "--address") == 0)
+      address = argv[i + 1];
+    else if (std::strcmp(argv[i], "--workflow-id") == 0)
+      id = argv[i + 1];
+    else if (std::strcmp(argv[i], "--message") == 0)
+      messages.emplace_back(argv[i + 1]);
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
@@ -77,11 +79,10 @@ int main(int argc, char** argv) {
       if (now.ok() && *now > *before) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    std::printf("%s\n", Json{{"turn", n},
-                             {"signalled", signalled},
-                             {"answered", monotonic_seconds()}}
-                            .dump()
-                            .c_str());
+    std::printf("%s\n",
+                Json{{"turn", n}, {"signalled", signalled}, {"answered", monotonic_seconds()}}
+                    .dump()
+                    .c_str());
     std::fflush(stdout);
   }
   return 0;

@@ -5,9 +5,11 @@
 
 #include "cli_context.hpp"
 #include "codeact/core/log.hpp"
+#include "crash_report.hpp"
 
 int main(int argc, char** argv) {
   using namespace codeact;
+  cli::install_crash_report();
   CLI::App app{
       "codeact: durable CodeAct agents — Python sandboxes that survive crashes, agent runs as "
       "Temporal workflows"};

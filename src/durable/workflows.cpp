@@ -41,6 +41,11 @@ using temporal::WorkflowContext;
   throw ApplicationError(std::move(f));
 }
 
+// What the model reads as its answer to a message whose turn was cancelled (cancel_turn).
+constexpr const char* kCancelledTurnNote =
+    "(The user cancelled this request before it was finished. The cells that had finished kept "
+    "their variables and files; the cell that was running was interrupted.)";
+
 // The workflow's way to the worker: activities with the policies' options, its cancel state and
 // its deterministic clock.
 //
@@ -392,9 +397,15 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     ChatTurn done;
     done.task = task;
     if (turn_cancelled) {
-      // Whatever the turn had done is dropped from the conversation (the cells it ran are not
-      // undone); the sandbox goes on.
+      // What the turn did is left out of the conversation (its cells are not undone: the
+      // sandbox goes on); the model is told the message was cancelled, so the next one reads
+      // in context.
       done.error = "the turn was cancelled";
+      history.push_back(llm::ModelRequest::user_prompt(task));
+      llm::ModelResponse note;
+      note.parts.push_back(llm::TextPart{kCancelledTurnNote});
+      note.timestamp = caller->now();
+      history.push_back(std::move(note));
       view.events.push_back(Json{{"event_kind", "turn_cancelled"},
                                  {"turn", chat.turns.size() + 1},
                                  {"message", *done.error}});

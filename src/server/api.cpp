@@ -366,7 +366,14 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     so.id = id;
     so.task_queue = deps_.task_queue;
     so.id_reuse_policy = temporal::IdReusePolicy::kAllowDuplicate;
-    Json base_input = kind.feed == FeedKind::kSession ? input["base"] : input;
+    // The memo keeps the run's TaskInput (a session's: its chat's base), so a session that ended
+    // can be started again with it.
+    Json base_input = input;
+    if (kind.feed == FeedKind::kSession) {
+      auto chat = durable::ChatInput::from_json(input);
+      if (!chat.ok()) return std::move(chat).error();
+      base_input = chat->base.to_json();
+    }
     so.memo = Json{{kMemoPrincipal, caller.principal},
                    {kMemoKind, kind.name},
                    {kMemoTitle, core::abbreviate(title, 80)},

@@ -89,23 +89,28 @@ Json build() {
                {{"path", {{"type", "string"}}},
                 {"size", {{"type", "integer"}}},
                 {"mtime", {{"type", "number"}}}}}}}}}}}}},
-      {"RunFields",
-       {{"type", "object"},
-        {"properties",
-         {{"model", {{"type", "string"}}},
-          {"agent", {{"type", "string"}}},
-          {"network", {{"type", "boolean"}}},
-          {"packages", {{"type", "array"}, {"items", {{"type", "string"}}}}}}}}}};
-  Json session_create = ref("RunFields");
-  session_create =
-      Json{{"allOf",
-            {ref("RunFields"),
-             {{"type", "object"}, {"properties", {{"message", {{"type", "string"}}}}}}}}};
-  Json run_create = Json{{"allOf",
-                          {ref("RunFields"),
-                           {{"type", "object"},
-                            {"required", {"task"}},
-                            {"properties", {{"task", {{"type", "string"}}}}}}}}};
+  };
+  // What the handlers accept: every field named, text with something in it (text_field).
+  const Json text{{"type", "string"}, {"pattern", "\\S"}};
+  // null is the default, as if the field were left out; packages need "network": true.
+  const Json run_fields{
+      {"model", {{"type", {"string", "null"}}}},
+      {"agent", {{"type", {"string", "null"}}}},
+      {"network", {{"type", {"boolean", "null"}}}},
+      {"packages",
+       {{"type", {"array", "null"}}, {"items", {{"type", "string"}, {"minLength", 1}}}}}};
+  auto closed_object = [](Json properties, Json required = Json::array()) {
+    Json o{
+        {"type", "object"}, {"properties", std::move(properties)}, {"additionalProperties", false}};
+    if (!required.empty()) o["required"] = std::move(required);
+    return o;
+  };
+  Json session_fields = run_fields;
+  session_fields["message"] = text;
+  Json task_fields = run_fields;
+  task_fields["task"] = text;
+  const Json session_create = closed_object(session_fields);
+  const Json run_create = closed_object(task_fields, {"task"});
   Json bytes{{"description", "the file's bytes"},
              {"content", {{"*/*", {{"schema", {{"type", "string"}, {"format", "binary"}}}}}}}};
   Json paths = Json::object();
@@ -130,8 +135,7 @@ Json build() {
          {400, 401, 404, 409, 429, 500, 504},
          json_body({{"type", "object"},
                     {"required", {"task"}},
-                    {"properties",
-                     {{"task", {{"type", "string"}}}, {"workflow_id", {{"type", "string"}}}}}}));
+                    {"properties", {{"task", text}, {"workflow_id", {{"type", "string"}}}}}}));
   paths["/download_file"]["get"] =
       op("Download a file of one of the caller's sandboxes (the seed's endpoint)", {{"200", bytes}},
          {400, 401, 403, 404}, nullptr,
@@ -150,9 +154,8 @@ Json build() {
                                                {{"principal", {{"type", "string"}}},
                                                 {"csrf_token", {{"type", "string"}}}}}})}},
          {400, 401},
-         json_body({{"type", "object"},
-                    {"required", {"api_key"}},
-                    {"properties", {{"api_key", {{"type", "string"}}}}}}));
+         json_body(
+             {{"type", "object"}, {"required", {"api_key"}}, {"properties", {{"api_key", text}}}}));
   paths["/v1/logout"]["post"] =
       op("End the cookie session", {{"204", {{"description", "done"}}}}, {401, 403});
   paths["/v1/me"]["get"] =
@@ -224,10 +227,7 @@ Json build() {
   }
   paths["/v1/sessions/{id}/messages"]["post"] =
       op("Send a message to a session", {{"202", json_response("queued", ref("Accepted"))}},
-         {400, 401, 403, 404, 429},
-         json_body({{"type", "object"},
-                    {"required", {"message"}},
-                    {"properties", {{"message", {{"type", "string"}}}}}}),
+         {400, 401, 403, 404, 429}, json_body(closed_object({{"message", text}}, {"message"})),
          Json::array({path_param("id")}));
   paths["/v1/sessions/{id}/stop"]["post"] =
       op("End the session after the current turn",

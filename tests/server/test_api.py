@@ -380,8 +380,8 @@ def test_a_cell_printing_a_line_a_second_streams_its_lines_before_its_result(ser
 
 
 def test_cancel_stops_the_running_cell_and_the_session_goes_on_with_its_state(server, model):
-    model.turns = [python_turn("c1", "x = 5\nimport time\nprint('sleeping', flush=True)\ntime.sleep(300)"),
-                   python_turn("c2", "print(x * 2)"), text_turn("ten")]
+    model.turns = [python_turn("c1", "x = 5"),
+                   python_turn("c2", "y = 1\nimport time\nprint('sleeping', flush=True)\ntime.sleep(300)")]
     a = Client(server.url, KEY_A)
     r = a.post("/v1/sessions", {"message": "slow"})
     assert r.status_code == 201, r.text
@@ -399,15 +399,23 @@ def test_cancel_stops_the_running_cell_and_the_session_goes_on_with_its_state(se
     # Nothing runs now: a second cancel is refused, not sent.
     r = a.post(f"/v1/sessions/{sid}/cancel", {})
     assert r.status_code == 202 and r.json()["accepted"] is False, r.text
+    # The next request has one assistant message (the cancel note): it gets turns[1].
+    model.turns[1:] = [python_turn("c3", "print(x * 2, 'y' in globals())"), text_turn("ten")]
     r = a.post(f"/v1/sessions/{sid}/messages", {"message": "go on"})
     assert r.status_code == 202, r.text
     turns = wait_for(lambda: (lambda t: t if len(t) == 2 and t[1].get("output") else None)(
         a.get(f"/v1/sessions/{sid}").json()["turns"]), "the next turn", timeout=180)
     assert turns[1]["output"] == "ten"
+    # The model read the cancelled message, answered by a note that it was cancelled.
+    asked = [m for r in model.requests for m in r["messages"]
+             if any(u.get("content") == "go on" for u in r["messages"])]
+    assert any(m.get("role") == "user" and m.get("content") == "slow" for m in asked), asked
+    assert any(m.get("role") == "assistant" and "cancelled" in str(m.get("content")) for m in asked), asked
     results = [d for _, t, d in a.events(f"/v1/sessions/{sid}/events",
                                           until=lambda e: e[1] == "final" and e[2].get("text") == "ten",
-                                          timeout=60) if t == "cell_result" and d["tool_call_id"] == "c2"]
-    assert "10" in results[0]["text"], "the variable of the cancelled cell's first line is gone"
+                                          timeout=60) if t == "cell_result" and d["tool_call_id"] == "c3"]
+    # The finished cell's variable is kept; the interrupted cell is rolled back like any failed one.
+    assert "10 False" in results[0]["text"], results
 
 
 PNG_1x1 = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")

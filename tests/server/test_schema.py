@@ -37,13 +37,16 @@ def server(tmp_path_factory):
     s = ServerProcess(address, f"schema-{uuid.uuid4().hex[:8]}", str(config),
                       model=model.model_flag).start()
     yield s
-    remove_everything_it_made(s)
-    s.stop()
+    ids = delete_everything_it_made(s)
+    s.stop()  # after the activities in flight: a sandbox start may still create a container
+    for rid in ids:
+        subprocess.run([os.path.abspath(BIN), "sandbox", "rm", rid, "--volume"], capture_output=True,
+                       timeout=120)
     model.close()
     temporal.stop()
 
 
-def remove_everything_it_made(server):
+def delete_everything_it_made(server):
     h = {"Authorization": f"Bearer {KEY}"}
     ids = []
     for kind in ("sessions", "runs"):
@@ -52,8 +55,7 @@ def remove_everything_it_made(server):
             ids += [(kind, x["id"]) for x in r.json().get(kind, [])]
     for kind, rid in ids:
         requests.delete(f"{server.url}/v1/{kind}/{rid}?volume=true", headers=h, timeout=120)
-        subprocess.run([os.path.abspath(BIN), "sandbox", "rm", rid, "--volume"], capture_output=True,
-                       timeout=120)
+    return [rid for _, rid in ids]
 
 
 def test_every_operation_answers_as_its_openapi_document_says(server, tmp_path):
