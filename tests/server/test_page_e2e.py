@@ -95,6 +95,10 @@ def q(driver, selector):
 
 
 def login(driver, server):
+    # Sign-ins outlive a server (the sessions file) and cookies are per host, not per port: each
+    # test's server would find the last test's sign-in. Start signed out.
+    driver.get(server.url + "/health")
+    driver.delete_all_cookies()
     driver.get(server.url + "/")
     wait(driver, lambda: driver.find_element("id", "login-view").is_displayed(), 30, "login form")
     key = driver.find_element("id", "login-key")
