@@ -195,6 +195,12 @@ def test_malformed_requests_are_400_naming_the_field_and_big_bodies_413(server):
     assert a.get("/v1/nothing").status_code == 404
 
 
+def start_run(client, task):
+    r = client.post("/v1/runs", {"task": task})
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
 def collect_until_end(client, path, last=None, timeout=240):
     return client.events(path, last_event_id=last, timeout=timeout, until=lambda e: e[1] == "end")
 
@@ -204,9 +210,7 @@ def test_run_events_stream_every_step_and_resume_after_a_disconnect_without_gap_
                    python_turn("c2", "print(x + 1)"),
                    text_turn("The answer is 42.")]
     a = Client(server.url, KEY_A)
-    r = a.post("/v1/runs", {"task": "compute"})
-    assert r.status_code == 201, r.text
-    rid = r.json()["id"]
+    rid = start_run(a, "compute")
     events = collect_until_end(a, f"/v1/runs/{rid}/events")
     types = [t for _, t, _ in events]
     assert types[0] == "user_message" and events[0][2]["text"] == "compute"
@@ -365,9 +369,7 @@ def test_a_cell_printing_a_line_a_second_streams_its_lines_before_its_result(ser
                                      "    time.sleep(1)"),
                    text_turn("ticked")]
     a = Client(server.url, KEY_A)
-    r = a.post("/v1/runs", {"task": "tick"})
-    assert r.status_code == 201, r.text
-    rid = r.json()["id"]
+    rid = start_run(a, "tick")
     times = []
     events = a.events(f"/v1/runs/{rid}/events", until=lambda e: e[1] == "end", timeout=240, arrivals=times)
     arrived = list(zip(times, events))
@@ -426,9 +428,7 @@ def test_a_cells_image_file_is_in_its_cell_result_and_downloads_as_a_png(server,
                                      f"base64.b64decode('{PNG_1x1}'))\nopen('/output/data.csv', 'w').write('a,b')"),
                    text_turn("drawn")]
     a = Client(server.url, KEY_A)
-    r = a.post("/v1/runs", {"task": "draw"})
-    assert r.status_code == 201, r.text
-    rid = r.json()["id"]
+    rid = start_run(a, "draw")
     events = collect_until_end(a, f"/v1/runs/{rid}/events")
     result = [d for _, t, d in events if t == "cell_result"][0]
     assert result["images"] == ["/output/plot.png"], result

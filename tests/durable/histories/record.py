@@ -28,22 +28,15 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
 sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
 from dev_server import DevServer, default_program  # noqa: E402
 from scripted_model import ScriptedModel, python_turn  # noqa: E402
-from worker_process import WorkerProcess  # noqa: E402
+from worker_process import FAST_DURABLE, WorkerProcess  # noqa: E402
 
 PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
 DUMMY_KEY = "dummy-key-not-a-secret"
 QUEUE = "codeact-histories"
 
 # Short heartbeats, so a killed worker's activity is retried within seconds (the values are part of
-# each run's input, hence of its history).
-CONFIG = """
-durable:
-  reap_interval_seconds: 0
-  activities:
-    model: {heartbeat_seconds: 2, start_to_close_seconds: 120, max_attempts: 20, initial_retry_seconds: 0.5}
-    tool: {heartbeat_seconds: 2, start_to_close_seconds: 300, max_attempts: 20, initial_retry_seconds: 0.5}
-    sandbox: {heartbeat_seconds: 5, start_to_close_seconds: 600, max_attempts: 5, initial_retry_seconds: 0.5}
-"""
+# each run's input, hence of its history); no reaper.
+CONFIG = FAST_DURABLE.replace("reap_interval_seconds: 1", "reap_interval_seconds: 0")
 
 
 def tool_turn(call_id, name, args):
