@@ -62,7 +62,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (size_t n = 0; n < messages.size(); ++n) {
+    // A busy workflow may refuse a query for a moment (ResourceExhausted: its query buffer is
+    // full); ask again.
     auto before = answered_turns(*client, id);
+    for (int tries = 0; !before.ok() && tries < 200; ++tries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      before = answered_turns(*client, id);
+    }
     if (!before.ok()) {
       std::fprintf(stderr, "%s\n", before.error().to_string().c_str());
       return 1;
