@@ -6,16 +6,23 @@ request at once and timestamps the answer.
 Reports, from the same run:
   - the server's RSS and thread count with no subscriber, and with all W connected (targets:
     <= 100 MB; threads independent of subscribers);
-  - delivery latency of each turn's `final` event to each subscriber, from the moment the model
-    answered; and the same for the C++ Temporal client driving the chat directly
-    (server_bench_direct_chat: signal, then poll the agent_output query every 5 ms): the time the
-    workflow itself takes. The target is the server's p99 within 50 ms of the direct client's;
+  - delivery latency of each turn's `final` event to each subscriber, from the worker's event: the
+    WorkflowTaskCompleted of the task that took the model's answer, as the workflow's history
+    times it; and the same for the C++ Temporal client driving the chat directly
+    (server_bench_direct_chat: signal, then poll the agent_output query every 5 ms). The target
+    is the server's p99 within 50 ms of what the workflow itself takes. From the model's answer
+    too (that adds the worker's own queueing: all S sessions answer at once for the server,
+    one at a time for the direct client). Measured twice: the M turns sent to all S sessions at
+    once, then --sequential turns per session sent one session at a time with all W subscribers
+    still connected (one turn in flight, as for the direct client);
   - POST /chat round trip against the direct client's signal + poll, same model, same workflow.
 
     bench/server/sse_bench.py [--codeact build/src/cli/codeact] [--sessions 20] [--subscribers 200]
-                              [--messages 5] [--direct-chat build/bench/server/server_bench_direct_chat]
+                              [--messages 5] [--sequential 2] [--direct-chat build/bench/server/server_bench_direct_chat]
 """
 import argparse
+import base64
+import datetime
 import http.client
 import json
 import os
@@ -108,7 +115,9 @@ def main():
                     help="the C++ direct client (the baseline)")
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--subscribers", type=int, default=200)
-    ap.add_argument("--messages", type=int, default=5)
+    ap.add_argument("--messages", type=int, default=5, help="turns per session sent to all sessions at once")
+    ap.add_argument("--sequential", type=int, default=2,
+                    help="then turns per session sent one session at a time (as the direct client does)")
     args = ap.parse_args()
 
     answered = {}  # (sid, turn) -> when the model answered
@@ -163,13 +172,31 @@ def main():
                 deadline = time.time() + 300
                 while len(finals) < want and time.time() < deadline:
                     time.sleep(0.05)
+            burst_count = len(finals)
+            # One session at a time, all subscribers still connected: the load the direct client has.
+            for m in range(args.messages, args.messages + args.sequential):
+                for i, sid in enumerate(sids):
+                    watchers = sum(1 for k in range(args.subscribers) if k % len(sids) == i)
+                    api.call("POST", f"/v1/sessions/{sid}/messages", {"message": f"ping {sid} {m}"})
+                    deadline = time.time() + 120
+                    while time.time() < deadline and \
+                            sum(1 for s_, n, _ in finals if s_ == sid and n == m) < watchers:
+                        time.sleep(0.005)
             rss2, threads2 = proc_status(server.pid)
-            lat = [(t - answered[(sid, n)]) * 1000 for sid, n, t in finals if (sid, n) in answered]
+            burst, sequential = finals[:burst_count], [f for f in finals[burst_count:] if f[1] >= args.messages]
+            lat = [(t - answered[(sid, n)]) * 1000 for sid, n, t in burst if (sid, n) in answered]
+            worker = worker_event_times(address, sids)
+            from_worker = [(t - worker[(sid, n)]) * 1000 for sid, n, t in burst if (sid, n) in worker]
+            seq_from_worker = [(t - worker[(sid, n)]) * 1000 for sid, n, t in sequential if (sid, n) in worker]
 
             # The direct client: the same workflows, polled through Temporal itself.
-            direct = direct_latencies(args.direct_chat, address, sids[: min(5, len(sids))], answered,
-                                      args.messages)
-            chat_rt, direct_rt = chat_round_trips(api, args.direct_chat, address, sids[0], args.messages)
+            direct_sids = sids[: min(5, len(sids))]
+            direct_seen = direct_turns(args.direct_chat, address, direct_sids, args.messages + args.sequential)
+            direct = [(t - answered[k]) * 1000 for k, t in direct_seen.items() if k in answered]
+            worker = worker_event_times(address, direct_sids)
+            direct_from_worker = [(t - worker[k]) * 1000 for k, t in direct_seen.items() if k in worker]
+            chat_rt, direct_rt = chat_round_trips(api, args.direct_chat, address, sids[0],
+                                                  args.messages + args.sequential + 3)
         finally:
             server.terminate()
             server.wait(60)
@@ -181,10 +208,19 @@ def main():
         "sessions": args.sessions, "subscribers": args.subscribers, "messages_per_session": args.messages,
         "server_rss_mb": {"idle": round(rss0, 1), "subscribed": round(rss1, 1), "after": round(rss2, 1)},
         "server_threads": {"idle": threads0, "subscribed": threads1, "after": threads2},
-        "final_event_latency_ms": {"server_p50": round(pct(lat, 50), 1), "server_p99": round(pct(lat, 99), 1),
-                                   "direct_p50": round(pct(direct, 50), 1), "direct_p99": round(pct(direct, 99), 1),
-                                   "server_minus_direct_p99": round(pct(lat, 99) - pct(direct, 99), 1),
-                                   "samples": len(lat)},
+        "final_event_latency_ms": {
+            "from_worker_event": {
+                "server_all_sessions_at_once_p50": round(pct(from_worker, 50), 1),
+                "server_all_sessions_at_once_p99": round(pct(from_worker, 99), 1),
+                "server_one_session_at_a_time_p50": round(pct(seq_from_worker, 50), 1),
+                "server_one_session_at_a_time_p99": round(pct(seq_from_worker, 99), 1),
+                "direct_p50": round(pct(direct_from_worker, 50), 1),
+                "direct_p99": round(pct(direct_from_worker, 99), 1),
+                "server_one_at_a_time_minus_direct_p99": round(pct(seq_from_worker, 99) - pct(direct_from_worker, 99), 1),
+                "samples": [len(from_worker), len(seq_from_worker), len(direct_from_worker)]},
+            "from_model_answer": {"server_p50": round(pct(lat, 50), 1), "server_p99": round(pct(lat, 99), 1),
+                                  "direct_p50": round(pct(direct, 50), 1), "direct_p99": round(pct(direct, 99), 1),
+                                  "samples": len(lat)}},
         "post_chat_ms": {"server_p50": round(pct(chat_rt, 50), 1), "direct_p50": round(pct(direct_rt, 50), 1),
                          "ratio": round(statistics.median(chat_rt) / statistics.median(direct_rt), 2)},
     }, indent=2))
@@ -202,15 +238,50 @@ def direct_chat(binary, address, sid, messages):
     return [(r["signalled"], r["answered"]) for r in map(json.loads, out.stdout.splitlines())]
 
 
-def direct_latencies(binary, address, sids, answered, messages):
-    """Per turn: from the model's answer to the direct client (polling agent_output every 5 ms)
-    seeing the turn answered: what the workflow itself takes."""
-    out = []
+def direct_turns(binary, address, sids, messages):
+    """(sid, turn) -> when the direct client (polling agent_output every 5 ms) saw the turn
+    answered, for 3 turns per session after the first `messages`."""
+    out = {}
     for m in range(messages, messages + 3):
         for sid in sids:
             (_, seen), = direct_chat(binary, address, sid, [f"ping {sid} {m}"])
-            if (sid, m) in answered:
-                out.append((seen - answered[(sid, m)]) * 1000)
+            out[(sid, m)] = seen
+    return out
+
+
+def perf_of_rfc3339(text):
+    """A Temporal event time (RFC 3339, UTC, up to nanoseconds) in time.perf_counter seconds."""
+    head, _, frac = text.rstrip("Z").partition(".")
+    wall = datetime.datetime.fromisoformat(head).replace(tzinfo=datetime.timezone.utc).timestamp()
+    wall += float("0." + (frac or "0"))
+    return wall - (time.time() - time.perf_counter())
+
+
+def worker_event_times(address, sids):
+    """(sid, turn) -> when the worker completed the workflow task that took the model's answer
+    `answer <turn>` (the WorkflowTaskCompleted after that ActivityTaskCompleted), in perf_counter
+    seconds: the moment the turn's final answer exists in the workflow."""
+    temporal = os.path.join(REPO, ".venv/bin/temporal")
+    out = {}
+    for sid in sids:
+        show = subprocess.run([temporal, "workflow", "show", "--address", address, "--workflow-id", sid,
+                               "--output", "json"], capture_output=True, text=True, timeout=120)
+        if show.returncode != 0:
+            raise SystemExit(f"temporal workflow show {sid}: {show.stderr}")
+        doc = json.loads(show.stdout)
+        events = doc.get("events", doc) if isinstance(doc, dict) else doc
+        turn = None
+        for e in events:
+            kind = e.get("eventType", "")
+            if kind in ("EVENT_TYPE_ACTIVITY_TASK_COMPLETED", "ActivityTaskCompleted"):
+                attrs = e.get("activityTaskCompletedEventAttributes", {})
+                text = "".join(base64.b64decode(p.get("data", "")).decode("utf-8", "replace")
+                               for p in attrs.get("result", {}).get("payloads", []))
+                m = re.search(r"answer (\d+)", text)
+                turn = int(m.group(1)) if m else None
+            elif kind in ("EVENT_TYPE_WORKFLOW_TASK_COMPLETED", "WorkflowTaskCompleted") and turn is not None:
+                out[(sid, turn)] = perf_of_rfc3339(e["eventTime"])
+                turn = None
     return out
 
 

@@ -12,6 +12,7 @@
 #include "files.hpp"
 #include "openapi.hpp"
 #include "page_assets.hpp"
+#include "sandbox_sweeper.hpp"
 
 namespace codeact::server {
 namespace {
@@ -159,7 +160,10 @@ Api::Api(ServerConfig config, ApiDeps deps)
     : config_(std::move(config)),
       deps_(std::move(deps)),
       auth_(config_.api_keys, config_.sessions_file),
-      rate_(config_.rate_per_minute) {}
+      rate_(config_.rate_per_minute),
+      sweeper_(std::make_unique<SandboxSweeper>(deps_.sandboxes)) {}
+
+Api::~Api() = default;
 
 void Api::shutdown() { stopping_.cancel(); }
 
@@ -313,6 +317,9 @@ struct Kind {
 const Kind kSessionKind{FeedKind::kSession, "session", "sessions", durable::kChatWorkflow, "s-"};
 const Kind kRunKind{FeedKind::kRun, "run", "runs", durable::kTaskWorkflow, "r-"};
 
+// How long a message to a session whose run is ending waits for that run to close.
+constexpr auto kEndingRunWait = std::chrono::seconds(30);
+
 std::string resource_status(const temporal::WorkflowDescription& d, const std::string& live) {
   if (d.status == "Running") return live.empty() ? "running" : live;
   if (d.status == "Completed") return "completed";
@@ -434,10 +441,25 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
 
   // Sends a message to a session, starting its workflow again when it has ended (cancelled,
   // stopped, idle): the new run resumes the sandbox with its state and carries the turns.
-  auto send_message = [&](const std::string& id, const temporal::WorkflowDescription& d,
+  auto send_message = [&](const std::string& id, temporal::WorkflowDescription d,
                           const std::string& message) -> core::Status {
     if (d.status == "Running") {
-      return client.signal_workflow(id, "", durable::kSendUserTask, temporal::Args{Json(message)});
+      std::string live;
+      session_turns(id, d, live);
+      if (live != "finishing" && live != "stopped" && live != "cancelled")
+        return client.signal_workflow(id, "", durable::kSendUserTask,
+                                      temporal::Args{Json(message)});
+      // The run is ending (stopped, or cancelled) and would drop the message: once it has
+      // closed, the session starts again with it.
+      const auto deadline = std::chrono::steady_clock::now() + kEndingRunWait;
+      while (d.status == "Running") {
+        if (std::chrono::steady_clock::now() >= deadline)
+          return core::unavailable("the session is stopping; send the message again shortly");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        auto again = client.describe_workflow(id);
+        if (!again.ok()) return std::move(again).error();
+        d = std::move(*again);
+      }
     }
     std::string ignored;
     durable::ChatInput chat;
@@ -664,6 +686,8 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     const bool volume = r.query_param("volume").value_or("") == "true";
     auto s = deps_.sandboxes->remove(id, volume);
     if (!s.ok() && s.error().code() != core::Code::kNotFound) return fail(s.error());
+    // A sandbox start under way when the workflow was terminated can still create the container.
+    if (d->status == "Running") sweeper_->sweep_later(id, volume);
     // Then every run of the id leaves Temporal too; the server deletes them in the background,
     // so this server hides the id at once.
     {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codeact/core/json_reader.hpp"
 #include "codeact/core/log.hpp"
 #include "codeact/core/strings.hpp"
@@ -16,6 +18,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int64_t kBetweenSub = 1000;  // sub of the first event that is not a progress event
 constexpr auto kDescribeEvery = std::chrono::seconds(2);
+// A watcher's progress query that failed is asked again after these, doubling in between.
+constexpr auto kRetryFirst = std::chrono::milliseconds(25);
+constexpr auto kRetryLast = std::chrono::milliseconds(1000);
 
 bool is_image(const std::string& path) {
   for (const char* ext : {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"}) {
@@ -217,6 +222,23 @@ struct EventHub::Feed {
     run.events.emplace_back(pos, std::move(e));
     for (auto& s : subscribers) s->send(wire);
   }
+  // REQUIRES: mu held. A run that starts now, after the ones known.
+  Run& start_run(const std::string& run_id) {
+    Run run;
+    run.run_id = run_id;
+    run.tag = run_id.substr(0, std::min<size_t>(8, run_id.size()));
+    runs.push_back(std::move(run));
+    return runs.back();
+  }
+  // REQUIRES: mu held. The run's next progress events, as the page's events.
+  void take(Run& run, const std::vector<Json>& progress) {
+    for (const auto& e : progress) {
+      const int64_t index = run.next++;
+      int64_t sub = 0;
+      for (auto& out : translate_progress_event(e, run.translate))
+        append(run, EventPosition{"", index, sub++}, std::move(out));
+    }
+  }
   void append_between(SseEvent e) {
     Run& run = current();
     append(run, EventPosition{"", run.next - 1, kBetweenSub + run.between++}, std::move(e));
@@ -268,7 +290,10 @@ void EventHub::subscribe(const std::string& workflow_id, FeedKind kind,
     std::lock_guard lock(feed->mu);
     fresh = feed->runs.empty();
   }
-  if (fresh) poll(*feed);  // the first subscriber gets what there is at once
+  if (fresh) {  // the first subscriber gets what there is at once
+    if (kind == FeedKind::kSession) load_earlier_runs(*feed);
+    poll(*feed);
+  }
   bool start_watcher = false;
   {
     std::lock_guard lock(feed->mu);
@@ -322,28 +347,40 @@ void EventHub::watch(std::shared_ptr<Feed> feed) {
     });
   }
   std::string token;
+  // True when the watcher should stop: nobody watched the feed for a while, or its run's stream
+  // ended. Clears `watching` in the same breath, so a subscriber arriving now starts a new watcher.
   auto idle = [&] {
     std::lock_guard lock(feed->mu);
-    if (feed->subscribers.empty() && Clock::now() - feed->last_watched > std::chrono::seconds(5)) {
-      feed->watching = false;
-      return true;
-    }
-    return feed->ended;
+    const bool unwatched =
+        feed->subscribers.empty() && Clock::now() - feed->last_watched > std::chrono::seconds(5);
+    if (unwatched || feed->ended) feed->watching = false;
+    return !feed->watching;
   };
   auto nap = [&](std::chrono::milliseconds d) {
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, d, [&] { return stopping_; });
     return !stopping_;
   };
+  // A workflow task completed and its progress is not read yet: the query is asked again, sooner
+  // than the next history event, when it fails (a busy workflow refuses queries beyond its
+  // consistent-query buffer).
+  bool unread = false;
+  auto backoff = kRetryFirst;
   while (true) {
     {
       std::lock_guard lock(mu_);
       if (stopping_) return;
     }
-    if (idle()) {
-      std::lock_guard lock(feed->mu);
-      feed->watching = false;
-      return;
+    if (idle()) return;
+    if (unread) {
+      if (poll(*feed)) {
+        unread = false;
+        backoff = kRetryFirst;
+      } else {
+        if (!nap(backoff)) return;
+        backoff = std::min(backoff * 2, kRetryLast);
+      }
+      continue;
     }
     auto w = client_.wait_for_history_events(feed->workflow_id, "", token, options_.long_poll);
     if (!w.ok()) {
@@ -351,7 +388,7 @@ void EventHub::watch(std::shared_ptr<Feed> feed) {
       if (!nap(std::chrono::milliseconds(500))) return;
       continue;
     }
-    if (w->new_events > 0 || w->closed) poll(*feed);
+    if (w->workflow_tasks_completed > 0 || w->closed) unread = !poll(*feed);
     if (!w->closed) {
       token = w->next_page_token;
       continue;
@@ -359,14 +396,11 @@ void EventHub::watch(std::shared_ptr<Feed> feed) {
     // The run closed: wait until another one starts (continue-as-new, or a session started
     // again), then follow it from its beginning.
     token.clear();
+    unread = false;
     auto closed = client_.describe_workflow(feed->workflow_id);
     const std::string run = closed.ok() ? closed->run_id : "";
     while (true) {
-      if (!nap(std::chrono::seconds(1)) || idle()) {
-        std::lock_guard lock(feed->mu);
-        feed->watching = false;
-        return;
-      }
+      if (!nap(std::chrono::seconds(1)) || idle()) return;
       auto d = client_.describe_workflow(feed->workflow_id);
       if (d.ok() && d->run_id != run) break;
     }
@@ -386,13 +420,41 @@ void EventHub::publish(const std::string& workflow_id, const std::string& type, 
   feed->append_between(ev(type, std::move(data)));
 }
 
-void EventHub::poll(Feed& feed) {
+void EventHub::load_earlier_runs(Feed& feed) {
+  std::lock_guard serial(feed.poll_mu);
+  {
+    std::lock_guard lock(feed.mu);
+    if (!feed.runs.empty()) return;  // another first subscriber was quicker
+  }
+  auto current = client_.describe_workflow(feed.workflow_id);
+  if (!current.ok()) return;
+  auto listed = client_.list_workflows(fmt::format("WorkflowId = '{}'", feed.workflow_id), 1000);
+  if (!listed.ok()) return;
+  std::vector<temporal::WorkflowExecutionInfo> earlier;
+  for (auto& e : listed->executions)
+    if (e.run_id != current->run_id && !e.close_time.empty() && e.start_time <= current->start_time)
+      earlier.push_back(std::move(e));
+  std::sort(earlier.begin(), earlier.end(),
+            [](const auto& a, const auto& b) { return a.start_time < b.start_time; });
+  for (const auto& e : earlier) {
+    // A closed run answers its queries from a replay on a worker: the run's whole progress.
+    auto r = client_.query_workflow(feed.workflow_id, e.run_id, durable::kProgressQuery,
+                                    temporal::Args{Json{{"since", 0}}});
+    if (!r.ok()) continue;
+    auto reply = durable::ProgressReply::from_json(*r);
+    if (!reply.ok()) continue;
+    std::lock_guard lock(feed.mu);
+    feed.take(feed.start_run(e.run_id), reply->events);
+  }
+}
+
+bool EventHub::poll(Feed& feed) {
   std::lock_guard serial(feed.poll_mu);
   int64_t since = 0;
   std::string run_id;
   {
     std::lock_guard lock(feed.mu);
-    if (feed.ended) return;
+    if (feed.ended) return true;
     if (!feed.runs.empty()) {
       since = feed.runs.back().next;
       run_id = feed.runs.back().run_id;
@@ -418,29 +480,20 @@ void EventHub::poll(Feed& feed) {
   std::lock_guard lock(feed.mu);
   if (reply) {
     if (feed.runs.empty() || feed.runs.back().run_id != reply->run_id) {
-      Feed::Run run;
-      run.run_id = reply->run_id;
-      run.tag = reply->run_id.substr(0, std::min<size_t>(8, reply->run_id.size()));
-      feed.runs.push_back(std::move(run));
+      feed.start_run(reply->run_id);
       feed.closed = false;
       feed.saw_final = feed.saw_error = false;
     }
-    Feed::Run& run = feed.runs.back();
-    for (const auto& e : reply->events) {
-      const int64_t index = run.next++;
-      int64_t sub = 0;
-      for (auto& out : translate_progress_event(e, run.translate))
-        feed.append(run, EventPosition{"", index, sub++}, std::move(out));
-    }
+    feed.take(feed.runs.back(), reply->events);
     feed.set_status(reply->status);
     const bool terminal =
         reply->status == "completed" || reply->status == "failed" || reply->status == "cancelled";
     if (feed.kind == FeedKind::kRun && terminal) feed.end_run_stream();
     if (feed.kind == FeedKind::kRun || !terminal) {
-      if (Clock::now() < feed.next_describe) return;
+      if (Clock::now() < feed.next_describe) return true;
     }
   } else if (Clock::now() < feed.next_describe) {
-    return;
+    return false;
   }
   // Now and then (and whenever the query fails): is the workflow still running?
   feed.next_describe = Clock::now() + kDescribeEvery;
@@ -453,8 +506,8 @@ void EventHub::poll(Feed& feed) {
     result.emplace(client_.get_result(id, d->run_id, std::chrono::seconds(2), false));
   }
   feed.mu.lock();
-  if (!d.ok() || d->status == "Running" || d->status == "ContinuedAsNew") return;
-  if (feed.closed && feed.kind == FeedKind::kSession) return;
+  if (!d.ok() || d->status == "Running" || d->status == "ContinuedAsNew") return reply.has_value();
+  if (feed.closed && feed.kind == FeedKind::kSession) return true;
   feed.closed = true;
   if (result && result->ok() && !feed.saw_final) {
     auto out = durable::TaskOutput::from_json(result->value());
@@ -465,6 +518,7 @@ void EventHub::poll(Feed& feed) {
   }
   feed.set_status(closed_status(d->status));
   feed.end_run_stream();
+  return true;
 }
 
 void EventHub::poll_loop() {
@@ -486,7 +540,7 @@ void EventHub::poll_loop() {
         if (keepalive)
           for (auto& s : f->subscribers) s->send(": keepalive\n\n");
         if (!f->subscribers.empty()) {
-          watched.push_back(f);
+          if (!f->watching) watched.push_back(f);
         } else if (now - f->last_watched > options_.idle_feed) {
           drop = true;
         }

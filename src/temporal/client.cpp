@@ -396,6 +396,8 @@ core::Result<HistoryWatch> Client::wait_for_history_events(const std::string& wo
     return std::move(resp).error();
   }
   out.new_events = resp->history().events_size();
+  for (const auto& e : resp->history().events())
+    if (e.has_workflow_task_completed_event_attributes()) ++out.workflow_tasks_completed;
   out.next_page_token = resp->next_page_token();
   out.closed = out.next_page_token.empty();
   return out;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,17 +31,32 @@ using core::Json;
 
 const std::string kHistories = std::string(CODEACT_SOURCE_DIR) + "/tests/durable/histories/";
 
-// The sets of histories, each a directory under kHistories (README.md): the first set at the top,
-// recorded at 2393f8d; the later ones in at-<commit>/ (at-e9b51ca: the typed chat payloads).
+// The sets of histories, each a directory under kHistories (README.md), oldest first: the first
+// set at the top, recorded at 2393f8d; the later ones in at-<commit>/ (at-e9b51ca: the typed chat
+// payloads; at-NEWSET: cancel_turn).
 const std::vector<std::string> kSets = {"", "at-e9b51ca/"};
 
-// The histories of each set, each with a test below; a file in a set's directory that is not
-// here fails EveryRecordedHistoryHasItsTest.
-const std::set<std::string> kTested = {
-    "simple_agent_completed.json",     "task_cells_bash_file_retried.json",
-    "chat_run1_continued_as_new.json", "chat_run2_stopped.json",
-    "task_cancelled_during_cell.json", "task_failed_usage_limit.json",
+// The histories, each with a test below, and the first set (index into kSets) that holds it:
+// every later set holds it too. A file in a set's directory that is not here, or one missing
+// from a set that should hold it, fails EveryRecordedHistoryHasItsTest.
+const std::map<std::string, size_t> kTested = {
+    {"simple_agent_completed.json", 0},     {"task_cells_bash_file_retried.json", 0},
+    {"chat_run1_continued_as_new.json", 0}, {"chat_run2_stopped.json", 0},
+    {"task_cancelled_during_cell.json", 0}, {"task_failed_usage_limit.json", 0},
+    {"chat_turn_cancelled.json", 2},
 };
+
+size_t set_index(const std::string& set) {
+  return static_cast<size_t>(std::find(kSets.begin(), kSets.end(), set) - kSets.begin());
+}
+
+// The files set `set` holds.
+std::set<std::string> files_of_set(const std::string& set) {
+  std::set<std::string> out;
+  for (const auto& [name, first] : kTested)
+    if (set_index(set) >= first) out.insert(name);
+  return out;
+}
 
 core::Status replay_with_current_code(const std::string& file) {
   temporal::Replayer replayer;
@@ -260,12 +276,42 @@ TEST_P(DurableHistoryReplay, TaskFailedUsageLimitReplays) {
   EXPECT_TRUE(st.ok()) << st.error().to_string();
 }
 
+TEST_P(DurableHistoryReplay, ChatTurnCancelledReplays) {
+  if (!files_of_set(GetParam()).count("chat_turn_cancelled.json"))
+    GTEST_SKIP() << "this set was recorded before cancel_turn existed";
+  const std::string f = GetParam() + "chat_turn_cancelled.json";
+  RecordedHistory h(f);
+  ASSERT_GT(h.size(), 0u) << f;
+  EXPECT_EQ(h.first()["workflowExecutionStartedEventAttributes"]["workflowType"]["name"],
+            kChatWorkflow);
+  // A message, cancel_turn while its cell ran, a second message, stop_chat.
+  std::vector<std::string> signals;
+  int cancel_turn = 0;
+  for (const auto& e : h.of_type("EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED")) {
+    signals.push_back(e["workflowExecutionSignaledEventAttributes"]["signalName"]);
+    if (signals.back() == kCancelTurn) cancel_turn = std::stoi(e.value("eventId", "0"));
+  }
+  EXPECT_EQ(signals,
+            (std::vector<std::string>{kSendUserTask, kCancelTurn, kSendUserTask, kStopChat}));
+  // The signal asked the running cell's activity to cancel; the session went on in the same
+  // sandbox: one start, and the next message got a model request of its own.
+  ASSERT_GT(cancel_turn, 0);
+  EXPECT_GT(h.first_id("EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED"), cancel_turn);
+  EXPECT_EQ(count_of(h.scheduled(), "codeact.sandbox_start"), 1);
+  EXPECT_GT(h.scheduled_id("codeact.model_request", cancel_turn), cancel_turn);
+  EXPECT_NE(h.all_payloads().find("the turn was cancelled"), std::string::npos);
+  EXPECT_EQ(h.last_type(), "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED");
+  EXPECT_NE(RecordedHistory::payloads(h.last()).find("\"reason\":\"stopped\""), std::string::npos);
+  auto st = replay_with_current_code(f);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
 TEST_P(DurableHistoryReplay, EveryRecordedHistoryHasItsTest) {
   std::set<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(kHistories + GetParam()))
     if (entry.path().extension() == ".json") files.insert(entry.path().filename().string());
-  EXPECT_EQ(files, kTested)
-      << "add a test for each history file (and drop the test of a removed one)";
+  EXPECT_EQ(files, files_of_set(GetParam()))
+      << "add a test for each history file to kTested (and drop the test of a removed one)";
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -450,8 +450,60 @@ def test_a_deleted_session_is_gone_from_the_list_answers_404_and_its_container_i
     assert r.status_code == 204, r.text
     assert a.get(f"/v1/sessions/{sid}").status_code == 404
     assert sid not in [s["id"] for s in a.get("/v1/sessions").json()["sessions"]]
-    assert subprocess.run(["docker", "inspect", sid], capture_output=True).returncode != 0
+    assert subprocess.run(["docker", "inspect", f"codeact-{sid}"], capture_output=True).returncode != 0
     # Temporal forgets it too (in the background), so a restarted server does not list it either.
     from dev_server import DEFAULT_BINARY
     wait_for(lambda: subprocess.run([DEFAULT_BINARY, "workflow", "describe", "-w", sid, "--address", server.temporal],
                                     capture_output=True).returncode != 0, "Temporal to delete it", timeout=60)
+
+
+def test_a_session_started_again_streams_its_earlier_runs_events_too_and_resumes_across_them(server, model):
+    model.turns = [text_turn("first answer"), text_turn("second answer")]
+    a = Client(server.url, KEY_A)
+    r = a.post("/v1/sessions", {"message": "one"})
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    wait_for(lambda: any(t.get("output") == "first answer" for t in a.get(f"/v1/sessions/{sid}").json()["turns"]),
+             "the first answer", timeout=180)
+    r = a.post(f"/v1/sessions/{sid}/stop", {})
+    assert r.status_code == 202 and r.json()["accepted"] is True, r.text
+    wait_for(lambda: a.get(f"/v1/sessions/{sid}").json()["status"] not in ("idle", "running"), "the stop")
+    # The next message (maybe while the stopped run still finishes: it is not lost) starts the
+    # session's workflow again: a second run, nobody watching yet.
+    r = a.post(f"/v1/sessions/{sid}/messages", {"message": "two"})
+    assert r.status_code == 202, r.text
+    wait_for(lambda: len([t for t in a.get(f"/v1/sessions/{sid}").json()["turns"] if t.get("output")]) == 2,
+             "the second answer", timeout=180)
+    last = lambda e: e[1] == "final" and e[2].get("text") == "second answer"  # noqa: E731
+    events = a.events(f"/v1/sessions/{sid}/events", until=last, timeout=60)
+    assert [d["text"] for _, t, d in events if t == "user_message"] == ["one", "two"], events
+    assert [d["text"] for _, t, d in events if t == "final"] == ["first answer", "second answer"], events
+    ids = [i for i, _, _ in events]
+    assert len(ids) == len(set(ids)) and len({i.split(".")[0] for i in ids}) == 2, ids
+    # A client that saw only the first run's first event gets the rest of both runs, once.
+    rest = a.events(f"/v1/sessions/{sid}/events", last_event_id=ids[0], until=last, timeout=60)
+    assert [i for i, _, _ in rest] == ids[1:]
+
+
+def test_a_session_deleted_while_its_sandbox_starts_leaves_no_container_or_volume(server, model):
+    model.turns = [text_turn("hello")] * 3
+    a = Client(server.url, KEY_A)
+    sids = []
+    # At once after the start (the sandbox start just began), and once its container exists.
+    for wait_for_container in (False, True, False):
+        r = a.post("/v1/sessions", {"message": "hi"})
+        assert r.status_code == 201, r.text
+        sid = r.json()["id"]
+        sids.append(sid)
+        if wait_for_container:
+            wait_for(lambda: subprocess.run(["docker", "inspect", f"codeact-{sid}"], capture_output=True).returncode == 0,
+                     "the container", timeout=120)
+        r = a.s.delete(f"{server.url}/v1/sessions/{sid}?volume=true", timeout=120)
+        assert r.status_code == 204, r.text
+    # The starts went on in the worker after the DELETEs; what they made is removed again.
+    time.sleep(12)
+    volumes = subprocess.run(["docker", "volume", "ls", "-q"], capture_output=True, text=True).stdout.split()
+    for sid in sids:
+        assert subprocess.run(["docker", "inspect", f"codeact-{sid}"], capture_output=True).returncode != 0, \
+            f"the container of {sid} stayed"
+        assert f"workflow-{sid}" not in volumes, f"the volume of {sid} stayed"

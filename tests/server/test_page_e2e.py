@@ -299,7 +299,7 @@ def test_delete_removes_the_session_and_its_sandbox(browser, server, model):
     hrefs = "return [...document.querySelectorAll('.session-link')].map(a => a.href)"
     wait(browser, lambda: all(not h.endswith(sid) for h in browser.execute_script(hrefs)), 60,
          "gone from the list")
-    assert subprocess.run(["docker", "inspect", sid], capture_output=True).returncode != 0
+    assert subprocess.run(["docker", "inspect", f"codeact-{sid}"], capture_output=True).returncode != 0
 
 
 def test_a_write_without_the_csrf_token_is_refused(browser, server, model):

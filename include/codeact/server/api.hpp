@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -52,9 +53,12 @@ struct ApiDeps {
   std::shared_ptr<durable::LiveOutput> live_output;
 };
 
+class SandboxSweeper;
+
 class Api {
  public:
   Api(ServerConfig config, ApiDeps deps);
+  ~Api();
   HttpReply handle(const HttpRequest& request);
   // Wakes every handler waiting for an answer (POST /chat): they answer 503.
   void shutdown();
@@ -79,6 +83,7 @@ class Api {
   std::mutex mu_;
   std::map<std::string, std::set<std::string>> recent_;  // principal -> ids started here
   std::set<std::string> deleted_;  // ids deleted here (Temporal forgets them a little later)
+  std::unique_ptr<SandboxSweeper> sweeper_;  // removes deleted sandboxes again, later
 };
 
 }  // namespace codeact::server

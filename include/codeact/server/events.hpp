@@ -60,8 +60,9 @@ enum class FeedKind { kRun, kSession };
 
 struct EventHubOptions {
   // Each watched workflow's history is long-polled (a thread per watched workflow, none per
-  // subscriber), and its progress queried when the history grew; besides, every watched
-  // workflow is queried each poll_interval, which also sends the keepalives.
+  // subscriber), and its progress queried as soon as a workflow task completed (asked again
+  // after 25 ms, doubling up to 1 s, while the query fails). A thread wakes each poll_interval to
+  // send the keepalives, drop idle feeds and query the watched workflows that have no watcher.
   std::chrono::milliseconds long_poll{3000};
   std::chrono::milliseconds poll_interval{1000};
   std::chrono::seconds keepalive{15};
@@ -94,7 +95,14 @@ class EventHub {
  private:
   struct Feed;
   void poll_loop();
-  void poll(Feed& feed);
+  // Reads the workflow's new progress events into the feed; now and then (and when the query
+  // fails) asks whether the workflow closed. False when the feed may be behind: the query failed
+  // and the workflow is not known to be closed.
+  bool poll(Feed& feed);
+  // A new session feed starts with the events of the session's earlier runs (before a
+  // continue-as-new, or before it was started again), oldest first, so a client resuming from
+  // an event of one of them misses nothing. Runs whose query fails are left out.
+  void load_earlier_runs(Feed& feed);
   void watch(std::shared_ptr<Feed> feed);
   std::shared_ptr<Feed> feed_of(const std::string& workflow_id, FeedKind kind);
 

@@ -119,6 +119,9 @@ struct History {
 struct HistoryWatch {
   std::string next_page_token;  // for the next call
   int new_events = 0;
+  // Of those, the WorkflowTaskCompleted events: only a completed workflow task changes what the
+  // workflow's queries answer.
+  int workflow_tasks_completed = 0;
   bool closed = false;  // the run's history is complete
 };
 

@@ -395,7 +395,61 @@ def task_usage_limit(r):
     r.export("task_failed_usage_limit.json", text, events)
 
 
-SCENARIOS = ["simple", "task", "chat", "cancel", "limit"]
+def chat_turn_cancelled(r):
+    """A chat turn stopped with cancel_turn during a long cell: the cell is interrupted, the turn
+    ends as cancelled, the session keeps its sandbox and answers the next message (whose request
+    carries the cancelled one), then stops on stop_chat."""
+    model = ScriptedModel([
+        python_turn("call_1", "kept = 7\nopen('/output/started', 'w').write('x')\nimport time\ntime.sleep(120)"),
+        {"content": CANCEL_ANSWER},
+    ])
+    wid = r.new_id("turncancel")
+    start = {"model": model.model_flag, "idle_timeout_seconds": 600}
+    try:
+        r.temporal("workflow", "start", "--type", "CodeActChatWorkflow", "--task-queue", QUEUE, "--workflow-id", wid,
+                   "--input", json.dumps(start), "--output", "json")
+        r.temporal("workflow", "signal", "--workflow-id", wid, "--name", "send_user_task",
+                   "--input", json.dumps("Wait for a long time."))
+        r.wait_for_file(wid, "started")
+        time.sleep(1)
+        r.temporal("workflow", "signal", "--workflow-id", wid, "--name", "cancel_turn")
+        deadline = time.time() + 120
+        out = None
+        while time.time() < deadline:
+            try:
+                out = r.query(wid, "agent_output")
+                if len(out["turns"] or []) >= 1 and out["status"] != "running":
+                    break
+            except (Failed, KeyError, json.JSONDecodeError):
+                pass
+            time.sleep(0.3)
+        expect(out and out["turns"] and out["turns"][0].get("error") == "the turn was cancelled",
+               f"{wid}: first turn {out and out['turns']}")
+        r.temporal("workflow", "signal", "--workflow-id", wid, "--name", "send_user_task",
+                   "--input", json.dumps("Never mind, just say done."))
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            out = r.query(wid, "agent_output")
+            if len(out["turns"] or []) >= 2 and out["status"] != "running":
+                break
+            time.sleep(0.3)
+        expect(len(out["turns"]) == 2 and out["turns"][1]["output"] == CANCEL_ANSWER, f"{wid}: turns {out['turns']}")
+        expect(any("Wait for a long time." in json.dumps(m) for m in model.requests[-1]["messages"]),
+               f"{wid}: the cancelled message is not in the next request")
+        r.temporal("workflow", "signal", "--workflow-id", wid, "--name", "stop_chat")
+        r.wait_closed(wid)
+    finally:
+        model.close()
+    text, events = r.history(wid)
+    expect(last_type(events) == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED", f"{wid}: {last_type(events)}")
+    expect(any(e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED" for e in events),
+           f"{wid}: the cell's activity was not asked to cancel")
+    r.export("chat_turn_cancelled.json", text, events)
+
+
+CANCEL_ANSWER = "Done."
+
+SCENARIOS = ["simple", "task", "chat", "cancel", "limit", "turncancel"]
 
 
 def main():
@@ -433,6 +487,8 @@ def main():
             task_cancelled(r)
         if "limit" in args.only:
             task_usage_limit(r)
+        if "turncancel" in args.only:
+            chat_turn_cancelled(r)
         ok = True
     except Failed as e:
         log(f"FAILED: {e}")

@@ -1,0 +1,58 @@
+// Removes a deleted workflow's sandbox again, a few times after the DELETE that removed it.
+//
+// DELETE /v1/{runs,sessions}/{id} terminates the workflow, then removes its sandbox. A
+// codeact.sandbox_start activity that was running at that moment is not told: it goes on in its
+// worker and can create the container after the DELETE removed it, and with the workflow gone
+// from Temporal no reaper knows whose it is. So the server removes it again at each delay of
+// `after` (counted from the DELETE). A removal that finds nothing is quiet; one that fails is
+// logged. Removals still pending when the server stops are dropped (the container, if any, is
+// left for `codeact sandbox rm`). One thread; thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codeact/sandbox/sandbox_backend.hpp"
+
+namespace codeact::server {
+
+class SandboxSweeper {
+ public:
+  using Delays = std::vector<std::chrono::milliseconds>;
+  static Delays default_delays();  // 5 s, 30 s, 2 min
+
+  explicit SandboxSweeper(std::shared_ptr<sandbox::SandboxBackend> sandboxes,
+                          Delays after = default_delays());
+  ~SandboxSweeper();  // stop()
+  SandboxSweeper(const SandboxSweeper&) = delete;
+  SandboxSweeper& operator=(const SandboxSweeper&) = delete;
+
+  // Sandbox `id` (with its volume when `volume`) is removed again after each delay.
+  void sweep_later(const std::string& id, bool volume);
+  // Ends the thread; pending removals are dropped. Idempotent.
+  void stop();
+  size_t pending() const;
+
+ private:
+  struct Removal {
+    std::chrono::steady_clock::time_point at;
+    std::string id;
+    bool volume = false;
+  };
+  void loop();
+
+  std::shared_ptr<sandbox::SandboxBackend> sandboxes_;
+  Delays after_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Removal> pending_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;         // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace codeact::server
