@@ -485,6 +485,7 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     const auto deadline =
         std::chrono::steady_clock::now() +
         std::chrono::milliseconds(static_cast<int64_t>(config_.chat_timeout_seconds * 1000));
+    std::string history_token;
     while (std::chrono::steady_clock::now() < deadline) {
       if (stopping_.cancelled()) return core::unavailable("the server is stopping");
       auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
@@ -501,7 +502,14 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
             core::Code::kFailedPrecondition,
             "the conversation ended (" + resource_status(*d, "") + ") before answering");
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      // Until the workflow's history grows (an activity or a workflow task ended), at most 1 s.
+      auto w = client.wait_for_history_events(id, "", history_token, std::chrono::seconds(1));
+      if (w.ok() && !w->closed) {
+        history_token = w->next_page_token;
+      } else {
+        history_token.clear();
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      }
     }
     return core::Error(core::Code::kDeadlineExceeded,
                        fmt::format("no answer within {} s; the conversation goes on: follow it "

@@ -227,7 +227,7 @@ Json build() {
   }
   paths["/v1/sessions/{id}/messages"]["post"] =
       op("Send a message to a session", {{"202", json_response("queued", ref("Accepted"))}},
-         {400, 401, 403, 404, 429}, json_body(closed_object({{"message", text}}, {"message"})),
+         {400, 401, 403, 404, 429, 503}, json_body(closed_object({{"message", text}}, {"message"})),
          Json::array({path_param("id")}));
   paths["/v1/sessions/{id}/stop"]["post"] =
       op("End the session after the current turn",

@@ -33,8 +33,8 @@ const std::string kHistories = std::string(CODEACT_SOURCE_DIR) + "/tests/durable
 
 // The sets of histories, each a directory under kHistories (README.md), oldest first: the first
 // set at the top, recorded at 2393f8d; the later ones in at-<commit>/ (at-e9b51ca: the typed chat
-// payloads; at-NEWSET: cancel_turn).
-const std::vector<std::string> kSets = {"", "at-e9b51ca/"};
+// payloads; at-63d9977: cancel_turn, the tool results' metadata).
+const std::vector<std::string> kSets = {"", "at-e9b51ca/", "at-63d9977/"};
 
 // The histories, each with a test below, and the first set (index into kSets) that holds it:
 // every later set holds it too. A file in a set's directory that is not here, or one missing
