@@ -160,9 +160,7 @@ def test_upload_then_the_next_cell_reads_it_and_ranges_give_206(server, model):
     model.turns = [text_turn("ready"),
                    python_turn("c1", "open('data.txt').read().upper()"), text_turn("read it")]
     a = Client(server.url, KEY_A)
-    r = a.post("/v1/sessions", {"message": "get ready"})
-    assert r.status_code == 201, r.text
-    sid = r.json()["id"]
+    sid = start_session(a, "get ready")
     wait_for(lambda: a.get(f"/v1/sessions/{sid}").json().get("turns"), "the first turn")
     up = a.put(f"/v1/sessions/{sid}/files/output/data.txt", b"hello upload")
     assert up.status_code == 201, up.text
@@ -201,6 +199,18 @@ def start_run(client, task):
     return r.json()["id"]
 
 
+def start_session(client, message):
+    r = client.post("/v1/sessions", {"message": message})
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def wait_answered(client, sid, output, timeout=180):
+    """Until one of the session's turns answered `output`."""
+    wait_for(lambda: any(t.get("output") == output for t in client.get(f"/v1/sessions/{sid}").json()["turns"]),
+             repr(output), timeout=timeout)
+
+
 def collect_until_end(client, path, last=None, timeout=240):
     return client.events(path, last_event_id=last, timeout=timeout, until=lambda e: e[1] == "end")
 
@@ -234,9 +244,7 @@ def test_server_sigkilled_mid_turn_and_restarted_the_turn_finishes_and_a_new_cli
     model.turns = [python_turn("c1", "import time\ntime.sleep(4)\nprint('slept')"), text_turn("woke up")]
     first = ServerProcess(temporal, queue, config, model=model.model_flag).start()
     a = Client(first.url, KEY_A)
-    r = a.post("/v1/sessions", {"message": "sleep a bit"})
-    assert r.status_code == 201, r.text
-    sid = r.json()["id"]
+    sid = start_session(a, "sleep a bit")
     seen = a.events(f"/v1/sessions/{sid}/events", until=lambda e: e[1] == "cell", timeout=120)
     first.kill()  # the worker in it dies mid-cell
     second = ServerProcess(temporal, queue, config, model=model.model_flag).start()
@@ -307,7 +315,9 @@ def test_without_keys_only_loopback_and_cross_site_writes_are_refused(temporal, 
     cfg.write_text(FAST_DURABLE)
     s = ServerProcess(temporal, queue, str(cfg), no_worker=True, env={"CODEACT_API_KEYS": ""}).start()
     try:
-        assert "only this machine" in s.stderr() or "loopback" in s.stderr()
+        # (stderr is read by a thread of its own: the warning may come a moment after the URL.)
+        wait_for(lambda: "only this machine" in s.stderr() or "loopback" in s.stderr(), "the loopback warning",
+                 timeout=15)
         me = requests.get(s.url + "/v1/me", timeout=10).json()
         assert me["principal"] == "local" and me["csrf_token"]
         # A form post from another site (a "simple" request) is refused; so is a foreign Origin.
@@ -385,9 +395,7 @@ def test_cancel_stops_the_running_cell_and_the_session_goes_on_with_its_state(se
     model.turns = [python_turn("c1", "x = 5"),
                    python_turn("c2", "y = 1\nimport time\nprint('sleeping', flush=True)\ntime.sleep(300)")]
     a = Client(server.url, KEY_A)
-    r = a.post("/v1/sessions", {"message": "slow"})
-    assert r.status_code == 201, r.text
-    sid = r.json()["id"]
+    sid = start_session(a, "slow")
     a.events(f"/v1/sessions/{sid}/events", until=lambda e: e[1] == "cell_output", timeout=180)
     started = time.time()
     r = a.post(f"/v1/sessions/{sid}/cancel", {})
@@ -441,11 +449,8 @@ def test_a_cells_image_file_is_in_its_cell_result_and_downloads_as_a_png(server,
 def test_a_deleted_session_is_gone_from_the_list_answers_404_and_its_container_is_removed(server, model):
     model.turns = [python_turn("c1", "1"), text_turn("done")]
     a = Client(server.url, KEY_A)
-    r = a.post("/v1/sessions", {"message": "hello"})
-    assert r.status_code == 201, r.text
-    sid = r.json()["id"]
-    wait_for(lambda: any(t.get("output") == "done" for t in a.get(f"/v1/sessions/{sid}").json()["turns"]),
-             "the answer", timeout=180)
+    sid = start_session(a, "hello")
+    wait_answered(a, sid, "done")
     r = a.s.delete(f"{server.url}/v1/sessions/{sid}?volume=true", timeout=120)
     assert r.status_code == 204, r.text
     assert a.get(f"/v1/sessions/{sid}").status_code == 404
@@ -460,11 +465,8 @@ def test_a_deleted_session_is_gone_from_the_list_answers_404_and_its_container_i
 def test_a_session_started_again_streams_its_earlier_runs_events_too_and_resumes_across_them(server, model):
     model.turns = [text_turn("first answer"), text_turn("second answer")]
     a = Client(server.url, KEY_A)
-    r = a.post("/v1/sessions", {"message": "one"})
-    assert r.status_code == 201, r.text
-    sid = r.json()["id"]
-    wait_for(lambda: any(t.get("output") == "first answer" for t in a.get(f"/v1/sessions/{sid}").json()["turns"]),
-             "the first answer", timeout=180)
+    sid = start_session(a, "one")
+    wait_answered(a, sid, "first answer")
     r = a.post(f"/v1/sessions/{sid}/stop", {})
     assert r.status_code == 202 and r.json()["accepted"] is True, r.text
     wait_for(lambda: a.get(f"/v1/sessions/{sid}").json()["status"] not in ("idle", "running"), "the stop")
@@ -491,9 +493,7 @@ def test_a_session_deleted_while_its_sandbox_starts_leaves_no_container_or_volum
     sids = []
     # At once after the start (the sandbox start just began), and once its container exists.
     for wait_for_container in (False, True, False):
-        r = a.post("/v1/sessions", {"message": "hi"})
-        assert r.status_code == 201, r.text
-        sid = r.json()["id"]
+        sid = start_session(a, "hi")
         sids.append(sid)
         if wait_for_container:
             wait_for(lambda: subprocess.run(["docker", "inspect", f"codeact-{sid}"], capture_output=True).returncode == 0,
