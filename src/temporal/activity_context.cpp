@@ -31,8 +31,7 @@ ActivityContext::~ActivityContext() = default;
 void ActivityContext::heartbeat(Args details) {
   std::chrono::milliseconds interval(30000);
   if (info_.heartbeat_timeout.count() > 0)
-    interval =
-        std::min(interval, std::chrono::milliseconds(info_.heartbeat_timeout.count() * 4 / 5));
+    interval = std::min(interval, std::chrono::milliseconds(info_.heartbeat_timeout.count() / 2));
   bool send = false;
   {
     std::lock_guard<std::mutex> lock(heartbeats_->mu);

@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class ScriptedModel:
     """Answers request k (k = assistant messages already in it) with turns[k]. `on_request(k, body)`
     runs before the answer is sent (it may sleep, or kill something); `delays[k]` seconds are
-    waited before answering turn k."""
+    waited before answering turn k. A turn {"http_status": 400, "message": "..."} is answered with
+    that status and an OpenAI error body; a request past the turns gets a bare 500."""
 
     def __init__(self, turns, on_request=None, delays=None):
         self.turns = list(turns)
@@ -38,6 +39,15 @@ class ScriptedModel:
                     self.end_headers()
                     return
                 message = model.turns[k]
+                if "http_status" in message:
+                    data = json.dumps({"error": {"message": message.get("message", "refused"),
+                                                 "type": "invalid_request_error"}}).encode()
+                    self.send_response(message["http_status"])
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 finish = "tool_calls" if message.get("tool_calls") else "stop"
                 usage = {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
                 if not body.get("stream"):

@@ -15,7 +15,7 @@ import requests
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
 from dev_server import DevServer  # noqa: E402
 from scripted_model import ScriptedModel, python_turn  # noqa: E402
-from server_process import FAST_DURABLE, Client, ServerProcess, remove_created_sandboxes  # noqa: E402
+from server_process import CREATED, FAST_DURABLE, Client, ServerProcess, remove_created_sandboxes  # noqa: E402
 
 KEY_A = "alice-key-0123456789abcdef"
 KEY_B = "bob-key-0123456789abcdef00"
@@ -104,6 +104,47 @@ def test_the_seed_client_posts_chat_then_downloads_each_file_and_the_sandbox_kee
     assert r.json()["message"] == "The sum is 10."
     assert r.json()["workflow_id"] == body["workflow_id"]
     assert "10" in json.dumps(model.requests[-1]["messages"])
+
+
+def test_chat_reports_a_failed_turn_as_an_error_at_once_and_the_conversation_goes_on(server, model):
+    model.turns = [{"http_status": 400, "message": "this prompt is refused by the provider"}]
+    a = Client(server.url, KEY_A)
+    t0 = time.time()
+    r = a.post("/chat", {"task": "first"}, timeout=300)
+    assert r.status_code == 500, r.text
+    error = r.json()["error"]
+    assert "the agent failed" in error["message"] and "refused by the provider" in error["message"], error
+    assert time.time() - t0 < 60, "an error, not a wait for the deadline"
+    sid = [s["id"] for s in a.get("/v1/sessions").json()["sessions"] if s["title"] == "first"][0]
+    CREATED.add(sid)
+    model.turns = [text_turn("answered after all")]
+    r = a.post("/chat", {"task": "again", "workflow_id": sid}, timeout=300)
+    assert r.status_code == 200, r.text
+    assert r.json()["message"] == "answered after all" and r.json()["workflow_id"] == sid
+
+
+def test_chat_past_its_deadline_is_504_naming_the_conversation_which_goes_on(temporal, queue, model, tmp_path):
+    config = tmp_path / "deadline.yml"
+    config.write_text(FAST_DURABLE + "server:\n  chat_timeout_seconds: 3\n  max_active_runs: 100\n"
+                      "  api_keys:\n    - {name: alice, key: %s}\n" % KEY_A)
+    model.turns = [text_turn("a slow answer")]
+    model.delays = {0: 12}
+    s = ServerProcess(temporal, queue, str(config), model=model.model_flag).start()
+    try:
+        a = Client(s.url, KEY_A)
+        t0 = time.time()
+        r = a.post("/chat", {"task": "take your time"}, timeout=120)
+        waited = time.time() - t0
+        assert r.status_code == 504, r.text
+        message = r.json()["error"]["message"]
+        assert "no answer within 3 s" in message, message
+        assert 3 <= waited < 11, f"answered after {waited:.1f} s: at its deadline, before the model"
+        sid = message.split('workflow_id "')[1].split('"')[0]
+        CREATED.add(sid)
+        wait_answered(a, sid, "a slow answer", timeout=120)
+    finally:
+        s.stop()
+        remove_created_sandboxes()
 
 
 def test_two_users_with_the_same_first_message_get_two_conversations(server, model):

@@ -55,8 +55,9 @@ class ActivityContext {
   const ActivityInfo& info() const { return info_; }
   // Details recorded by the last heartbeat of a previous attempt (empty on the first).
   const Args& heartbeat_details() const { return heartbeat_details_; }
-  // Records progress. Sent to the server at most once per throttle interval (80% of the
-  // heartbeat timeout, at most 30 s); a newer call's details replace unsent ones.
+  // Records progress. Sent to the server at most once per throttle interval (half the heartbeat
+  // timeout, at most 30 s: a caller beating every half second or so is never late, RPC time
+  // included); a newer call's details replace unsent ones.
   void heartbeat(Args details = {});
   // True once the server asked to cancel this activity (seen through a heartbeat answer) or
   // the worker is shutting down past its deadline.
