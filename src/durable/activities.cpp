@@ -199,6 +199,15 @@ Result<Json> CodeActActivities::call(const std::string& name, const Json& input,
   if (name == kSandboxStartActivity) {
     CODEACT_TRY(auto in, SandboxStartInput::from_json(input));
     CODEACT_TRY(auto out, sandbox_start(in));
+    if (state_->env->workflow_ended && !workflow_id.empty() &&
+        state_->env->workflow_ended(workflow_id)) {
+      auto removed = state_->env->backend->remove(in.plan.sandbox_id, false);
+      return core::failed_precondition(fmt::format(
+          "sandbox \"{}\": workflow \"{}\" ended while its sandbox started; the sandbox was {} "
+          "(its volume is kept)",
+          in.plan.sandbox_id, workflow_id,
+          removed.ok() ? "removed" : "not removed: " + removed.error().message()));
+    }
     return out.to_json();
   }
   if (name == kSandboxFilesActivity) {

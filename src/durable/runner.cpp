@@ -78,6 +78,11 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
   CODEACT_TRY(auto client, connect_temporal(r->endpoint, std::chrono::seconds(15)));
   r->client.emplace(std::move(client));
   r->task_queue = options.task_queue.empty() ? default_task_queue() : options.task_queue;
+  r->env->workflow_ended = [client = &*r->client](const std::string& id) {
+    auto d = client->describe_workflow(id);
+    if (!d.ok()) return d.error().code() == core::Code::kNotFound;
+    return d->status != "Running";
+  };
   temporal::WorkerOptions wo;
   wo.task_queue = r->task_queue;
   wo.max_concurrent_activities = options.max_concurrent_activities;

@@ -2,11 +2,13 @@
 //
 // DELETE /v1/{runs,sessions}/{id} terminates the workflow, then removes its sandbox. A
 // codeact.sandbox_start activity that was running at that moment is not told: it goes on in its
-// worker and can create the container after the DELETE removed it, and with the workflow gone
-// from Temporal no reaper knows whose it is. So the server removes it again at each delay of
-// `after` (counted from the DELETE). A removal that finds nothing is quiet; one that fails is
-// logged. Removals still pending when the server stops are dropped (the container, if any, is
-// left for `codeact sandbox rm`). One thread; thread-safe.
+// worker and can create the container after the DELETE removed it. The activity then sees that
+// its workflow is gone and removes the container itself (WorkerEnv::workflow_ended), but keeps
+// the volume, not knowing whether the DELETE asked for it to go. So the server removes the
+// sandbox (with its volume when asked) again at each delay of `after` (counted from the DELETE).
+// A removal that finds nothing is quiet; one that fails is logged. Removals still pending when
+// the server stops are dropped (a volume, if any, is left for `codeact sandbox rm`). One thread;
+// thread-safe.
 #pragma once
 
 #include <chrono>

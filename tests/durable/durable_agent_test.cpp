@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 
 #include "../support/fake_sandbox_backend.hpp"
 #include "../support/scripted_agent.hpp"
@@ -345,6 +346,31 @@ TEST(DurableActivitiesTest, AMalformedPayloadIsANonRetryableFailureNamingTheKey)
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message().find("\"mode\" is required"), std::string::npos)
       << missing.error().message();
+}
+
+TEST(DurableActivitiesTest, ASandboxStartedForAWorkflowThatEndedMeanwhileIsRemoved) {
+  auto model = std::make_shared<RecordingModel>(two_turns());
+  DurableRun d(std::make_shared<ScriptedAgent>("simple_agent", model));
+  std::set<std::string> ended = {"wf-deleted"};
+  std::vector<std::string> asked;
+  d.env->workflow_ended = [&](const std::string& id) {
+    asked.push_back(id);
+    return ended.count(id) > 0;
+  };
+
+  auto live = d.activities->call(kSandboxStartActivity, Json{{"sandbox_id", "s1"}}, "wf-live");
+  ASSERT_TRUE(live.ok()) << live.error().to_string();
+  EXPECT_TRUE(d.backend->with("s1", [](auto& s) { return s.running; })) << "its workflow runs";
+
+  auto orphan = d.activities->call(kSandboxStartActivity, Json{{"sandbox_id", "s2"}}, "wf-deleted");
+  ASSERT_FALSE(orphan.ok());
+  EXPECT_EQ(orphan.error().code(), core::Code::kFailedPrecondition);
+  EXPECT_NE(orphan.error().message().find("ended while its sandbox started"), std::string::npos)
+      << orphan.error().message();
+  ASSERT_TRUE(d.backend->exists("s2")) << "the volume is kept";
+  EXPECT_FALSE(d.backend->with("s2", [](auto& s) { return s.running; }))
+      << "no container is left running for a workflow that is gone";
+  EXPECT_EQ(asked, (std::vector<std::string>{"wf-live", "wf-deleted"}));
 }
 
 TEST(DurableActivitiesTest, DockerTroubleIsRetriedAndTheModelsMistakesGoBackToIt) {

@@ -38,6 +38,7 @@
 // ctx.patched("...") (docs/durable.md, "Replay safety").
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -73,6 +74,12 @@ struct WorkerEnv {
   // Where codeact.tool_call publishes a cell's output while it runs, keyed by workflow id (a
   // server in this process subscribes); null = not published. CodeActWorkerRunner sets one.
   std::shared_ptr<LiveOutput> live_output;
+  // Whether workflow `id` has no running run any more (it ended, or was deleted from Temporal);
+  // false while it runs and when asking fails. codeact.sandbox_start asks after starting a
+  // sandbox: one whose workflow was terminated or deleted meanwhile (DELETE /v1/sessions/{id}
+  // during the start) is removed at once, volume kept, since no workflow code would ever stop it.
+  // Null = not asked. CodeActWorkerRunner sets it.
+  std::function<bool(const std::string& id)> workflow_ended;
 };
 
 // Registers the three workflows and the codeact.* activities on `worker`.
