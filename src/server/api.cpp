@@ -9,6 +9,7 @@
 #include "codeact/core/strings.hpp"
 #include "codeact/core/time.hpp"
 #include "codeact/durable/workflows.hpp"
+#include "event_waker.hpp"
 #include "files.hpp"
 #include "openapi.hpp"
 #include "page_assets.hpp"
@@ -441,25 +442,30 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
 
   // Sends a message to a session, starting its workflow again when it has ended (cancelled,
   // stopped, idle): the new run resumes the sandbox with its state and carries the turns.
+  // `known_live`: the running workflow's agent_output status, when the caller just asked it.
   auto send_message = [&](const std::string& id, temporal::WorkflowDescription d,
-                          const std::string& message) -> core::Status {
+                          const std::string& message,
+                          std::optional<std::string> known_live = std::nullopt) -> core::Status {
     if (d.status == "Running") {
       std::string live;
-      session_turns(id, d, live);
+      if (known_live)
+        live = *known_live;
+      else
+        session_turns(id, d, live);
       if (live != "finishing" && live != "stopped" && live != "cancelled")
         return client.signal_workflow(id, "", durable::kSendUserTask,
                                       temporal::Args{Json(message)});
       // The run is ending (stopped, or cancelled) and would drop the message: once it has
       // closed, the session starts again with it.
-      const auto deadline = std::chrono::steady_clock::now() + kEndingRunWait;
-      while (d.status == "Running") {
-        if (std::chrono::steady_clock::now() >= deadline)
-          return core::unavailable("the session is stopping; send the message again shortly");
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        auto again = client.describe_workflow(id);
-        if (!again.ok()) return std::move(again).error();
-        d = std::move(*again);
-      }
+      (void)client.get_result(id, d.run_id, kEndingRunWait, false);
+      auto closed = client.describe_workflow(id);
+      if (!closed.ok()) return std::move(closed).error();
+      if (closed->status == "Running" && closed->run_id != d.run_id)  // started again meanwhile
+        return client.signal_workflow(id, "", durable::kSendUserTask,
+                                      temporal::Args{Json(message)});
+      if (closed->status == "Running")
+        return core::unavailable("the session is stopping; send the message again shortly");
+      d = std::move(*closed);
     }
     std::string ignored;
     durable::ChatInput chat;
@@ -480,14 +486,36 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     return core::ok_status();
   };
 
-  // Waits until turn `index` of a session is answered (POST /chat).
+  // Waits until turn `index` of a session is answered (POST /chat), the message having just been
+  // sent. The session's EventHub feed (its one upstream, shared with the pages watching it) says
+  // when an event came that a turn's last workflow tasks make (its final answer, the session idle
+  // again, a later message begun, a failure, a cancel, the end); the workflow is asked then, and
+  // at least every second.
   auto wait_turn = [&](const std::string& id, size_t index) -> Result<durable::ChatTurn> {
     const auto deadline =
         std::chrono::steady_clock::now() +
         std::chrono::milliseconds(static_cast<int64_t>(config_.chat_timeout_seconds * 1000));
-    std::string history_token;
+    const auto number = static_cast<int64_t>(index) + 1;  // the turn's number in events
+    auto waker = std::make_shared<EventWaker>([number](const SseEvent& e) {
+      if (e.type == "status") return core::json_string(e.data, "status") != "running";
+      if (e.type == "user_message") {
+        const Json& turn = e.data.contains("turn") ? e.data["turn"] : Json();
+        return turn.is_number_integer() && turn.get<int64_t>() > number;
+      }
+      return e.type == "final" || e.type == "error" || e.type == "turn_cancelled" ||
+             e.type == "end";
+    });
+    deps_.hub->subscribe(id, FeedKind::kSession, waker, "");
+    struct CloseAtExit {
+      EventWaker& w;
+      ~CloseAtExit() { w.close(); }
+    } close_at_exit{*waker};
+    // The events replayed came before the message: its answer is not among them.
+    waker->wait(std::chrono::steady_clock::now());
     while (std::chrono::steady_clock::now() < deadline) {
-      if (stopping_.cancelled()) return core::unavailable("the server is stopping");
+      if (stopping_.cancelled() || waker->closed())
+        return core::unavailable("the server is stopping");
+      waker->wait(std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1)));
       auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
       if (q.ok()) {
         auto reply = durable::AgentOutputReply::from_json(*q);
@@ -501,14 +529,6 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
         return core::Error(
             core::Code::kFailedPrecondition,
             "the conversation ended (" + resource_status(*d, "") + ") before answering");
-      }
-      // Until the workflow's history grows (an activity or a workflow task ended), at most 1 s.
-      auto w = client.wait_for_history_events(id, "", history_token, std::chrono::seconds(1));
-      if (w.ok() && !w->closed) {
-        history_token = w->next_page_token;
-      } else {
-        history_token.clear();
-        std::this_thread::sleep_for(std::chrono::milliseconds(150));
       }
     }
     return core::Error(core::Code::kDeadlineExceeded,
@@ -541,17 +561,21 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     } else {
       auto d = owned(kSessionKind, id);
       if (!d.ok()) return fail(d.error());
-      std::string live;
-      auto turns = session_turns(id, *d, live);
-      index = turns.size();
+      // The answer to wait for: the turn after those answered and those queued.
+      std::optional<std::string> live;
       if (d->status == "Running") {
         auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
-        if (q.ok()) {
-          auto reply = durable::AgentOutputReply::from_json(*q);
-          if (reply.ok()) index = reply->turns.size() + static_cast<size_t>(reply->pending);
+        auto reply = q.ok() ? durable::AgentOutputReply::from_json(*q)
+                            : Result<durable::AgentOutputReply>(std::move(q).error());
+        if (reply.ok()) {
+          index = reply->turns.size() + static_cast<size_t>(reply->pending);
+          live = reply->status;
         }
+      } else {
+        std::string ignored;
+        index = session_turns(id, *d, ignored).size();
       }
-      if (auto s = send_message(id, *d, *task); !s.ok()) return fail(s.error());
+      if (auto s = send_message(id, *d, *task, live); !s.ok()) return fail(s.error());
     }
     auto turn = wait_turn(id, index);
     if (!turn.ok()) return fail(turn.error());
