@@ -86,6 +86,7 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
   temporal::WorkerOptions wo;
   wo.task_queue = r->task_queue;
   wo.max_concurrent_activities = options.max_concurrent_activities;
+  wo.workflow_task_pollers = options.workflow_task_pollers;
   wo.on_workflow_task = [](const temporal::WorkflowTaskStats& st) {
     core::log().debug("workflow task {} event {}: {} events fed, cache {}, {:.2f} ms",
                       st.workflow_id, st.history_length, st.events_fed,

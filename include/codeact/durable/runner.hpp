@@ -33,6 +33,9 @@ struct WorkerRunnerOptions {
   std::string model;         // default model for runs that name none; "" = from config
   std::optional<codeact::AgentBuilder> builder;  // used as is instead of loading the two files
   int max_concurrent_activities = 16;
+  // Workflow task pollers, half of them on the worker's sticky queue (temporal::WorkerOptions):
+  // also how many workflow tasks and queries are processed at once.
+  int workflow_task_pollers = 4;
   std::shared_ptr<sandbox::SandboxBackend> backend;  // null = a SandboxManager on the local Docker
   std::function<void(const std::string&)> progress;  // "starting the embedded ..." lines
   // How often to look for sandboxes orphaned by terminated or timed-out runs (whose workflow code
