@@ -15,7 +15,7 @@ Reports, from the same run:
     one at a time for the direct client). Measured twice: the M turns sent to all S sessions at
     once, then --sequential turns per session sent one session at a time with all W subscribers
     still connected (one turn in flight, as for the direct client);
-  - POST /chat round trip against the direct client's signal + poll, same model, same workflow.
+  - POST /chat round trip against the direct client's signal + poll, same model, same workflow, taken in turns.
 
     bench/server/sse_bench.py [--codeact build/src/cli/codeact] [--sessions 20] [--subscribers 200]
                               [--messages 5] [--sequential 2] [--direct-chat build/bench/server/server_bench_direct_chat]
@@ -285,15 +285,17 @@ def worker_event_times(address, sids):
     return out
 
 
-def chat_round_trips(api, binary, address, sid, start, n=10):
-    """POST /chat against the direct client's signal + poll until the answer, on one session."""
-    chat = []
+def chat_round_trips(api, binary, address, sid, start, n=20):
+    """POST /chat against the direct client's signal + poll until the answer, on one session,
+    taken in turns (one of each, n times) so that both see the same machine."""
+    chat, direct = [], []
     for i in range(n):
         t = time.perf_counter()
         api.call("POST", "/chat", {"task": f"ping {sid} {start + 100 + i}", "workflow_id": sid})
         chat.append((time.perf_counter() - t) * 1000)
-    direct = direct_chat(binary, address, sid, [f"ping {sid} {start + 200 + i}" for i in range(n)])
-    return chat, [(b - a) * 1000 for a, b in direct]
+        (a, b), = direct_chat(binary, address, sid, [f"ping {sid} {start + 200 + i}"])
+        direct.append((b - a) * 1000)
+    return chat, direct
 
 
 if __name__ == "__main__":

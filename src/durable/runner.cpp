@@ -78,8 +78,9 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
   CODEACT_TRY(auto client, connect_temporal(r->endpoint, std::chrono::seconds(15)));
   r->client.emplace(std::move(client));
   r->task_queue = options.task_queue.empty() ? default_task_queue() : options.task_queue;
-  r->env->workflow_ended = [client = &*r->client](const std::string& id) {
-    auto d = client->describe_workflow(id);
+  // A copy of the client (it shares the connection): an activity thread may outlive the runner.
+  r->env->workflow_ended = [client = *r->client](const std::string& id) mutable {
+    auto d = client.describe_workflow(id);
     if (!d.ok()) return d.error().code() == core::Code::kNotFound;
     return d->status != "Running";
   };

@@ -457,9 +457,20 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
                                       temporal::Args{Json(message)});
       // The run is ending (stopped, or cancelled) and would drop the message: once it has
       // closed, the session starts again with it.
-      (void)client.get_result(id, d.run_id, kEndingRunWait, false);
-      auto closed = client.describe_workflow(id);
-      if (!closed.ok()) return std::move(closed).error();
+      const auto until = std::chrono::steady_clock::now() + kEndingRunWait;
+      Result<temporal::WorkflowDescription> closed = core::unavailable("");
+      while (true) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            until - std::chrono::steady_clock::now());
+        // Returns when the run closes, when `left` is over, or when the call fails.
+        (void)client.get_result(id, d.run_id, std::max(left, std::chrono::milliseconds(1)), false);
+        closed = client.describe_workflow(id);
+        if (!closed.ok()) return std::move(closed).error();
+        if (closed->status != "Running" || closed->run_id != d.run_id ||
+            std::chrono::steady_clock::now() >= until)
+          break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
       if (closed->status == "Running" && closed->run_id != d.run_id)  // started again meanwhile
         return client.signal_workflow(id, "", durable::kSendUserTask,
                                       temporal::Args{Json(message)});
@@ -487,35 +498,24 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
   };
 
   // Waits until turn `index` of a session is answered (POST /chat), the message having just been
-  // sent. The session's EventHub feed (its one upstream, shared with the pages watching it) says
-  // when an event came that a turn's last workflow tasks make (its final answer, the session idle
-  // again, a later message begun, a failure, a cancel, the end); the workflow is asked then, and
-  // at least every second.
+  // sent: asks the workflow, then again each time the session's EventHub feed (its one
+  // upstream, shared with the pages watching it) brings an event that may end the turn
+  // (may_end_turn), and at least every second.
   auto wait_turn = [&](const std::string& id, size_t index) -> Result<durable::ChatTurn> {
     const auto deadline =
         std::chrono::steady_clock::now() +
         std::chrono::milliseconds(static_cast<int64_t>(config_.chat_timeout_seconds * 1000));
     const auto number = static_cast<int64_t>(index) + 1;  // the turn's number in events
-    auto waker = std::make_shared<EventWaker>([number](const SseEvent& e) {
-      if (e.type == "status") return core::json_string(e.data, "status") != "running";
-      if (e.type == "user_message") {
-        const Json& turn = e.data.contains("turn") ? e.data["turn"] : Json();
-        return turn.is_number_integer() && turn.get<int64_t>() > number;
-      }
-      return e.type == "final" || e.type == "error" || e.type == "turn_cancelled" ||
-             e.type == "end";
-    });
-    deps_.hub->subscribe(id, FeedKind::kSession, waker, "");
+    auto waker = std::make_shared<EventWaker>(
+        [number](const SseEvent& e) { return may_end_turn(e, number); });
+    deps_.hub->subscribe_live(id, FeedKind::kSession, waker);
     struct CloseAtExit {
       EventWaker& w;
       ~CloseAtExit() { w.close(); }
     } close_at_exit{*waker};
-    // The events replayed came before the message: its answer is not among them.
-    waker->wait(std::chrono::steady_clock::now());
     while (std::chrono::steady_clock::now() < deadline) {
       if (stopping_.cancelled() || waker->closed())
         return core::unavailable("the server is stopping");
-      waker->wait(std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1)));
       auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
       if (q.ok()) {
         auto reply = durable::AgentOutputReply::from_json(*q);
@@ -530,6 +530,7 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
             core::Code::kFailedPrecondition,
             "the conversation ended (" + resource_status(*d, "") + ") before answering");
       }
+      waker->wait(std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1)));
     }
     return core::Error(core::Code::kDeadlineExceeded,
                        fmt::format("no answer within {} s; the conversation goes on: follow it "
@@ -561,16 +562,24 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     } else {
       auto d = owned(kSessionKind, id);
       if (!d.ok()) return fail(d.error());
-      // The answer to wait for: the turn after those answered and those queued.
+      // The answer to wait for: the turn after those answered and those queued. A busy
+      // workflow may refuse the query: asked again (as the event hub does), never guessed.
       std::optional<std::string> live;
       if (d->status == "Running") {
-        auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
-        auto reply = q.ok() ? durable::AgentOutputReply::from_json(*q)
-                            : Result<durable::AgentOutputReply>(std::move(q).error());
-        if (reply.ok()) {
-          index = reply->turns.size() + static_cast<size_t>(reply->pending);
-          live = reply->status;
+        Result<durable::AgentOutputReply> reply = core::unavailable("");
+        auto pause = std::chrono::milliseconds(25);
+        for (int attempt = 0; attempt < 6; ++attempt, pause *= 2) {
+          auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
+          reply = q.ok() ? durable::AgentOutputReply::from_json(*q)
+                         : Result<durable::AgentOutputReply>(std::move(q).error());
+          if (reply.ok() || !core::is_retryable(reply.error().code())) break;
+          std::this_thread::sleep_for(pause);
         }
+        if (!reply.ok())
+          return fail(reply.error().with_context("asking conversation \"" + id +
+                                                 "\" how far it is; nothing was sent"));
+        index = reply->turns.size() + static_cast<size_t>(reply->pending);
+        live = reply->status;
       } else {
         std::string ignored;
         index = session_turns(id, *d, ignored).size();
@@ -581,7 +590,9 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     if (!turn.ok()) return fail(turn.error());
     if (!turn->output) {
       return fail(core::Error(core::Code::kInternal,
-                              "the agent failed: " + turn->error.value_or("unknown error")));
+                              "the agent failed: " + turn->error.value_or("unknown error") +
+                                  "; the conversation goes on: continue it with workflow_id \"" +
+                                  id + "\""));
     }
     return ok_json({{"message", *turn->output},
                     {"container_id", id},

@@ -7,6 +7,7 @@
 namespace codeact::server {
 
 bool EventWaker::send(std::string chunk) {
+  if (closed()) return false;
   bool hit = false;
   SseEvent e;
   // An event is its lines up to an empty one; wire() writes the event line before the data.

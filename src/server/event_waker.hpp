@@ -1,10 +1,9 @@
 // An EventStream that keeps no events, only wakes a handler waiting for a certain one.
 //
 // POST /chat waits for its turn's answer through the session's EventHub feed (the one upstream
-// per session) instead of polling the workflow itself: subscribe an EventWaker, then wait()
-// until an event that `wakes` picks arrived, and ask the workflow once. Events the feed replays
-// at subscription count too: clear them with wait(now) before the first look at the workflow.
-// Thread-safe.
+// per session) instead of polling the workflow itself: subscribe an EventWaker
+// (EventHub::subscribe_live), ask the workflow, and ask again each time wait() says an event
+// that `wakes` picks arrived. Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -20,7 +19,8 @@ namespace codeact::server {
 
 class EventWaker : public EventStream {
  public:
-  // `wakes` sees each event (type and data; the id is left empty) on the hub's thread.
+  // `wakes` sees each event (type and data; the id is left empty) on the thread that sends it,
+  // with the feed's lock held: it must be quick and must not call into the hub.
   explicit EventWaker(std::function<bool(const SseEvent&)> wakes) : wakes_(std::move(wakes)) {}
 
   // Reads the events of `chunk` (SseEvent::wire() text, one or more events; comments are

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
+#include <set>
 
 #include "codeact/core/json_reader.hpp"
 #include "codeact/core/log.hpp"
@@ -182,6 +184,13 @@ std::vector<SseEvent> translate_progress_event(const Json& e, TranslateState& st
   return out;
 }
 
+bool may_end_turn(const SseEvent& e, int64_t turn) {
+  if (e.type == "status") return core::json_string(e.data, "status") != "running";
+  if (e.type == "user_message") return core::json_int(e.data, "turn") > turn;
+  return e.type == "final" || e.type == "files" || e.type == "error" ||
+         e.type == "turn_cancelled" || e.type == "end";
+}
+
 // ---------------------------------------------------------------------------------------------
 
 struct EventHub::Feed {
@@ -206,7 +215,8 @@ struct EventHub::Feed {
   bool saw_error = false;
   Clock::time_point last_watched = Clock::now();
   Clock::time_point next_describe{};
-  bool watching = false;  // a watcher long-polls the workflow's history
+  bool watching = false;        // a watcher long-polls the workflow's history
+  bool earlier_loaded = false;  // a session's earlier runs are in `runs` (load_earlier_runs)
 
   Run& current() {
     if (runs.empty()) runs.push_back(Run{});
@@ -285,21 +295,37 @@ std::shared_ptr<EventHub::Feed> EventHub::feed_of(const std::string& workflow_id
 void EventHub::subscribe(const std::string& workflow_id, FeedKind kind,
                          std::shared_ptr<EventStream> stream, const std::string& last_event_id) {
   auto feed = feed_of(workflow_id, kind);
+  bool fresh = false, load_earlier = false;
+  {
+    std::lock_guard lock(feed->mu);
+    fresh = feed->runs.empty();
+    load_earlier = kind == FeedKind::kSession && !feed->earlier_loaded;
+  }
+  if (load_earlier) load_earlier_runs(*feed);
+  if (fresh) poll(*feed);  // the first subscriber gets what there is at once
+  add_subscriber(feed, std::move(stream), parse_event_id(last_event_id), true);
+}
+
+void EventHub::subscribe_live(const std::string& workflow_id, FeedKind kind,
+                              std::shared_ptr<EventStream> stream) {
+  auto feed = feed_of(workflow_id, kind);
   bool fresh = false;
   {
     std::lock_guard lock(feed->mu);
     fresh = feed->runs.empty();
   }
-  if (fresh) {  // the first subscriber gets what there is at once
-    if (kind == FeedKind::kSession) load_earlier_runs(*feed);
-    poll(*feed);
-  }
+  if (fresh) poll(*feed);  // where "now" is
+  add_subscriber(feed, std::move(stream), std::nullopt, false);
+}
+
+void EventHub::add_subscriber(const std::shared_ptr<Feed>& feed,
+                              std::shared_ptr<EventStream> stream,
+                              std::optional<EventPosition> after, bool replay) {
   bool start_watcher = false;
   {
     std::lock_guard lock(feed->mu);
-    auto after = parse_event_id(last_event_id);
-    size_t first_run = 0;
-    if (after) {
+    size_t first_run = replay ? 0 : feed->runs.size();
+    if (replay && after) {
       for (size_t i = 0; i < feed->runs.size(); ++i)
         if (feed->runs[i].tag == after->run) first_run = i;
       if (first_run < feed->runs.size() && feed->runs[first_run].tag != after->run) after.reset();
@@ -422,9 +448,11 @@ void EventHub::publish(const std::string& workflow_id, const std::string& type, 
 
 void EventHub::load_earlier_runs(Feed& feed) {
   std::lock_guard serial(feed.poll_mu);
+  std::set<std::string> known;
   {
     std::lock_guard lock(feed.mu);
-    if (!feed.runs.empty()) return;  // another first subscriber was quicker
+    if (feed.earlier_loaded) return;  // another subscriber was quicker
+    for (const auto& run : feed.runs) known.insert(run.run_id);
   }
   auto current = client_.describe_workflow(feed.workflow_id);
   if (!current.ok()) return;
@@ -432,10 +460,14 @@ void EventHub::load_earlier_runs(Feed& feed) {
   if (!listed.ok()) return;
   std::vector<temporal::WorkflowExecutionInfo> earlier;
   for (auto& e : listed->executions)
-    if (e.run_id != current->run_id && !e.close_time.empty() && e.start_time <= current->start_time)
+    if (e.run_id != current->run_id && !known.count(e.run_id) && !e.close_time.empty() &&
+        e.start_time <= current->start_time)
       earlier.push_back(std::move(e));
   std::sort(earlier.begin(), earlier.end(),
             [](const auto& a, const auto& b) { return a.start_time < b.start_time; });
+  // Read into a feed of their own (nobody subscribed: nothing is sent), then put before the runs
+  // this feed knows (a subscribe_live() may have started it on the current run).
+  Feed loaded;
   for (const auto& e : earlier) {
     // A closed run answers its queries from a replay on a worker: the run's whole progress.
     auto r = client_.query_workflow(feed.workflow_id, e.run_id, durable::kProgressQuery,
@@ -443,9 +475,12 @@ void EventHub::load_earlier_runs(Feed& feed) {
     if (!r.ok()) continue;
     auto reply = durable::ProgressReply::from_json(*r);
     if (!reply.ok()) continue;
-    std::lock_guard lock(feed.mu);
-    feed.take(feed.start_run(e.run_id), reply->events);
+    loaded.take(loaded.start_run(e.run_id), reply->events);
   }
+  std::lock_guard lock(feed.mu);
+  feed.runs.insert(feed.runs.begin(), std::make_move_iterator(loaded.runs.begin()),
+                   std::make_move_iterator(loaded.runs.end()));
+  feed.earlier_loaded = true;
 }
 
 bool EventHub::poll(Feed& feed) {

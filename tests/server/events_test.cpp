@@ -118,3 +118,30 @@ TEST(Events, IdsRoundTripAndOrderByIndexThenSub) {
   EXPECT_FALSE(parse_event_id("").has_value());
   EXPECT_FALSE(parse_event_id("r.1.2.3").has_value());
 }
+
+TEST(Events, OnlyTheEventsAtATurnsEndMayEndIt) {
+  // Turn 2 of a session, as its stream shows it: the hub's `status` events around the
+  // workflow's own, translated.
+  TranslateState st;
+  std::vector<SseEvent> stream{SseEvent{"", "status", {{"status", "running"}}}};
+  for (const Json& progress : {Json{{"event_kind", "user_message"}, {"task", "again"}, {"turn", 2}},
+                               Json{{"event_kind", "model_request_start"}, {"run_step", 1}},
+                               tool_call("run_python", {{"code", "1 + 1"}}, "c1"),
+                               Json{{"event_kind", "final_result"}, {"output", "2"}},
+                               Json{{"event_kind", "files"}, {"files", {"/output/a.csv"}}}})
+    for (auto& e : translate_progress_event(progress, st)) stream.push_back(std::move(e));
+  stream.push_back(SseEvent{"", "status", {{"status", "idle"}}});
+
+  std::vector<std::string> ending;
+  for (const auto& e : stream)
+    if (may_end_turn(e, 2)) ending.push_back(e.type);
+  EXPECT_EQ(ending, (std::vector<std::string>{"final", "files", "status"}));
+
+  EXPECT_TRUE(may_end_turn(SseEvent{"", "user_message", {{"text", "next"}, {"turn", 3}}}, 2))
+      << "a later message began: turn 2 was recorded before it";
+  EXPECT_FALSE(may_end_turn(SseEvent{"", "user_message", {{"turn", "3"}}}, 2)) << "not a number";
+  EXPECT_TRUE(may_end_turn(SseEvent{"", "error", {{"message", "boom"}}}, 2));
+  EXPECT_TRUE(may_end_turn(SseEvent{"", "turn_cancelled", {{"turn", 2}}}, 2));
+  EXPECT_NO_THROW(may_end_turn(SseEvent{"", "status", Json::array()}, 2)) << "odd data";
+  EXPECT_FALSE(may_end_turn(SseEvent{"", "cell_output", {{"text", "event: final"}}}, 2));
+}

@@ -56,6 +56,13 @@ struct TranslateState {
 };
 std::vector<SseEvent> translate_progress_event(const Json& event, TranslateState& state);
 
+// Whether `e`, an event of a session's stream, may come from the workflow task that records
+// turn `turn` (numbered from 1, as in `user_message`) in the session's answers, or from a later
+// one: its final answer or its files, the session no longer running, a later message begun, a
+// failure or a cancel. Turn-ending events come in this order: `final` (a task before the turn is
+// recorded), then `files` and `status` in the task that records it.
+bool may_end_turn(const SseEvent& e, int64_t turn);
+
 enum class FeedKind { kRun, kSession };
 
 struct EventHubOptions {
@@ -84,6 +91,11 @@ class EventHub {
   // `end` event; a session's stays open.
   void subscribe(const std::string& workflow_id, FeedKind kind, std::shared_ptr<EventStream> stream,
                  const std::string& last_event_id);
+  // Sends `stream` only the events that come from now on: none of those known, and a new
+  // session feed does not read the session's earlier runs for it (a later subscribe() does).
+  // For a handler in this process that waits for an event (POST /chat).
+  void subscribe_live(const std::string& workflow_id, FeedKind kind,
+                      std::shared_ptr<EventStream> stream);
   // An event that is not in the workflow's progress (a cell's live output), sent to the
   // workflow's watchers in order with its events. Dropped when nobody watches.
   void publish(const std::string& workflow_id, const std::string& type, Json data);
@@ -104,6 +116,10 @@ class EventHub {
   // an event of one of them misses nothing. Runs whose query fails are left out.
   void load_earlier_runs(Feed& feed);
   void watch(std::shared_ptr<Feed> feed);
+  // Adds `stream` to the feed, after sending it the known events after `after` (all: nullopt
+  // and `replay`; none: !replay), and starts the feed's watcher if it has none.
+  void add_subscriber(const std::shared_ptr<Feed>& feed, std::shared_ptr<EventStream> stream,
+                      std::optional<EventPosition> after, bool replay);
   std::shared_ptr<Feed> feed_of(const std::string& workflow_id, FeedKind kind);
 
   temporal::Client& client_;
