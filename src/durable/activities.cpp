@@ -198,17 +198,23 @@ Result<Json> CodeActActivities::call(const std::string& name, const Json& input,
                                      const core::CancelToken* cancel) {
   if (name == kSandboxStartActivity) {
     CODEACT_TRY(auto in, SandboxStartInput::from_json(input));
-    CODEACT_TRY(auto out, sandbox_start(in));
+    auto out = sandbox_start(in);
+    // Whether the start succeeded or failed part-way (a container made, its kernel not up), a
+    // sandbox whose workflow is gone is removed: no retry and no reaper would come for it.
     if (state_->env->workflow_ended && !workflow_id.empty() &&
         state_->env->workflow_ended(workflow_id)) {
       auto removed = state_->env->backend->remove(in.plan.sandbox_id, false);
+      if (!removed.ok() && removed.error().code() == core::Code::kNotFound)
+        removed = core::ok_status();
       return core::failed_precondition(fmt::format(
-          "sandbox \"{}\": workflow \"{}\" ended while its sandbox started; the sandbox was {} "
+          "sandbox \"{}\": workflow \"{}\" ended while its sandbox started{}; the sandbox was {} "
           "(its volume is kept)",
           in.plan.sandbox_id, workflow_id,
+          out.ok() ? "" : " (the start failed: " + out.error().message() + ")",
           removed.ok() ? "removed" : "not removed: " + removed.error().message()));
     }
-    return out.to_json();
+    if (!out.ok()) return std::move(out).error();
+    return out->to_json();
   }
   if (name == kSandboxFilesActivity) {
     CODEACT_TRY(auto in, SandboxFilesInput::from_json(input));

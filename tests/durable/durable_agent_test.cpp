@@ -371,6 +371,21 @@ TEST(DurableActivitiesTest, ASandboxStartedForAWorkflowThatEndedMeanwhileIsRemov
   EXPECT_FALSE(d.backend->with("s2", [](auto& s) { return s.running; }))
       << "no container is left running for a workflow that is gone";
   EXPECT_EQ(asked, (std::vector<std::string>{"wf-live", "wf-deleted"}));
+
+  // A start that fails part-way leaves a container (here: an earlier attempt's, its kernel not
+  // up); once the workflow is gone, the failing retry removes it rather than leave it running.
+  ASSERT_TRUE(
+      d.activities->call(kSandboxStartActivity, Json{{"sandbox_id", "s3"}}, "wf-gone").ok());
+  ended.insert("wf-gone");
+  d.backend->fail_next("start", core::unavailable("the kernel did not come up"), "s3");
+  auto failed = d.activities->call(kSandboxStartActivity, Json{{"sandbox_id", "s3"}}, "wf-gone");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code(), core::Code::kFailedPrecondition)
+      << "not retried: " << failed.error().to_string();
+  EXPECT_NE(failed.error().message().find("the kernel did not come up"), std::string::npos)
+      << failed.error().message();
+  EXPECT_FALSE(d.backend->with("s3", [](auto& s) { return s.running; }))
+      << "the failed start's container is not left running";
 }
 
 TEST(DurableActivitiesTest, DockerTroubleIsRetriedAndTheModelsMistakesGoBackToIt) {
