@@ -1,13 +1,25 @@
-// The baseline of bench/server/sse_bench.py: a chat workflow driven with the C++ Temporal client
-// directly, no codeact server in between. For each message it signals `send_user_task`, polls
-// the `agent_output` query every 5 ms until the turn is answered, and prints one JSON line per
-// turn: {"turn", "signalled", "answered"} in seconds of CLOCK_MONOTONIC (Python's
-// time.perf_counter on Linux, so the bench compares them with its own timestamps).
+// The baselines of bench/server/sse_bench.py: chat workflows driven with the C++ Temporal client
+// directly, no codeact server in between. Times are printed in seconds of CLOCK_MONOTONIC
+// (Python's time.perf_counter on Linux, so the bench compares them with its own timestamps).
+//
+// One session, one message at a time: for each message it signals `send_user_task`, polls the
+// `agent_output` query every 5 ms until the turn is answered, and prints one JSON line per turn,
+// {"turn", "signalled", "answered"}:
 //
 //   server_bench_direct_chat --address HOST:PORT --workflow-id ID --message TEXT [--message ...]
+//
+// Many sessions at once (--burst N): N rounds; in each it signals "ping ID ROUND" to every
+// session at once, then follows each one as the server's event feed does, without polling: it
+// long-polls the session's history and asks the `progress` query after each completed workflow
+// task, until that session's final answer is there. One JSON line per session and round,
+// {"workflow_id", "turn", "answered"}:
+//
+//   server_bench_direct_chat --address HOST:PORT --burst N --workflow-id ID [--workflow-id ...]
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,27 +43,113 @@ codeact::core::Result<size_t> answered_turns(tp::Client& client, const std::stri
   return q->value("turns", Json::array()).size();
 }
 
+// The index of the next progress event of session `id` (the `progress` query's "next").
+codeact::core::Result<int64_t> progress_next(tp::Client& client, const std::string& id,
+                                             int64_t since, bool* saw_final) {
+  auto q = client.query_workflow(id, "", codeact::durable::kProgressQuery,
+                                 tp::Args{Json{{"since", since}}});
+  if (!q.ok()) return std::move(q).error();
+  for (const auto& e : q->value("events", Json::array()))
+    if (e.is_object() && e.value("event_kind", "") == "final_result") *saw_final = true;
+  return q->value("next", since);
+}
+
+// Waits for session `id`'s next final answer (a `final_result` progress event past `since`) as
+// the server's event feed does: long-polls the history and asks `progress` after each completed
+// workflow task. Returns when it saw it (monotonic seconds).
+codeact::core::Result<double> follow_until_final(tp::Client& client, const std::string& id,
+                                                 int64_t since) {
+  std::string token;
+  while (true) {
+    auto w = client.wait_for_history_events(id, "", token, std::chrono::seconds(20));
+    if (!w.ok()) return std::move(w).error();
+    token = w->next_page_token;
+    if (w->workflow_tasks_completed == 0 && !w->closed) continue;
+    for (int tries = 0; tries < 200; ++tries) {  // a busy workflow may refuse for a moment
+      bool saw_final = false;
+      auto next = progress_next(client, id, since, &saw_final);
+      if (next.ok()) {
+        if (saw_final) return monotonic_seconds();
+        since = *next;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (w->closed) return codeact::core::failed_precondition("session " + id + " ended");
+  }
+}
+
+int burst(tp::Client& client, const std::vector<std::string>& ids, int rounds) {
+  std::mutex out_mu;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<int64_t> since(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      bool ignored = false;
+      auto n = progress_next(client, ids[i], 0, &ignored);
+      if (!n.ok()) {
+        std::fprintf(stderr, "%s\n", n.error().to_string().c_str());
+        return 1;
+      }
+      since[i] = *n;
+    }
+    for (const auto& id : ids) {
+      auto s = client.signal_workflow(id, "", codeact::durable::kSendUserTask,
+                                      tp::Args{Json("ping " + id + " " + std::to_string(round))});
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s\n", s.error().to_string().c_str());
+        return 1;
+      }
+    }
+    std::vector<std::thread> followers;
+    bool failed = false;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      followers.emplace_back([&, i] {
+        auto seen = follow_until_final(client, ids[i], since[i]);
+        std::lock_guard lock(out_mu);
+        if (!seen.ok()) {
+          std::fprintf(stderr, "%s\n", seen.error().to_string().c_str());
+          failed = true;
+          return;
+        }
+        std::printf(
+            "%s\n",
+            Json{{"workflow_id", ids[i]}, {"turn", round}, {"answered", *seen}}.dump().c_str());
+      });
+    }
+    for (auto& t : followers) t.join();
+    std::fflush(stdout);
+    if (failed) return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string address, id;
-  std::vector<std::string> messages;
+  std::string address;
+  std::vector<std::string> ids, messages;
+  int rounds = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--address") == 0)
       address = argv[i + 1];
     else if (std::strcmp(argv[i], "--workflow-id") == 0)
-      id = argv[i + 1];
+      ids.emplace_back(argv[i + 1]);
     else if (std::strcmp(argv[i], "--message") == 0)
       messages.emplace_back(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--burst") == 0)
+      rounds = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
     }
   }
-  if (address.empty() || id.empty() || messages.empty()) {
+  if (address.empty() || ids.empty() || (rounds > 0) == !messages.empty() ||
+      (rounds == 0 && ids.size() != 1)) {
     std::fprintf(stderr,
                  "usage: server_bench_direct_chat --address HOST:PORT --workflow-id ID "
-                 "--message TEXT [--message ...]\n");
+                 "--message TEXT [--message ...]\n"
+                 "       server_bench_direct_chat --address HOST:PORT --burst ROUNDS "
+                 "--workflow-id ID [--workflow-id ...]\n");
     return 2;
   }
   tp::ClientOptions o;
@@ -61,6 +159,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", client.error().to_string().c_str());
     return 1;
   }
+  if (rounds > 0) return burst(*client, ids, rounds);
+  const std::string& id = ids.front();
   for (size_t n = 0; n < messages.size(); ++n) {
     // A busy workflow may refuse a query for a moment (ResourceExhausted: its query buffer is
     // full); ask again.

@@ -10,7 +10,9 @@ Reports, from the same run:
     WorkflowTaskCompleted of the task that took the model's answer, as the workflow's history
     times it; and the same for the C++ Temporal client driving the chat directly
     (server_bench_direct_chat: signal, then poll the agent_output query every 5 ms). The target
-    is the server's p99 within 50 ms of what the workflow itself takes. From the model's answer
+    is the server's p99 within 50 ms of what the workflow itself takes. For the burst, the
+    direct client drives S other sessions (no subscriber) the same way, all at once, and follows
+    each as the server's feed does (history long-poll, then the progress query). From the model's answer
     too (that adds the worker's own queueing: all S sessions answer at once for the server,
     one at a time for the direct client). Measured twice: the M turns sent to all S sessions at
     once, then --sequential turns per session sent one session at a time with all W subscribers
@@ -189,6 +191,19 @@ def main():
             from_worker = [(t - worker[(sid, n)]) * 1000 for sid, n, t in burst if (sid, n) in worker]
             seq_from_worker = [(t - worker[(sid, n)]) * 1000 for sid, n, t in sequential if (sid, n) in worker]
 
+            # The direct client in the same burst: as many other sessions, no subscriber (the
+            # server does not watch them), followed as the server follows a feed.
+            burst_sids = []
+            for _ in range(args.sessions):
+                burst_sids.append(api.call("POST", "/v1/sessions", {})["id"])
+            sids.extend(burst_sids)  # removed at the end with the others
+            for sid in burst_sids:
+                while api.call("GET", f"/v1/sessions/{sid}")["status"] != "idle":
+                    time.sleep(0.2)
+            direct_burst_seen = direct_burst(args.direct_chat, address, burst_sids, args.messages)
+            worker = worker_event_times(address, burst_sids)
+            direct_burst_from_worker = [(t - worker[k]) * 1000 for k, t in direct_burst_seen.items() if k in worker]
+
             # The direct client: the same workflows, polled through Temporal itself.
             direct_sids = sids[: min(5, len(sids))]
             direct_seen = direct_turns(args.direct_chat, address, direct_sids, args.messages + args.sequential)
@@ -217,7 +232,12 @@ def main():
                 "direct_p50": round(pct(direct_from_worker, 50), 1),
                 "direct_p99": round(pct(direct_from_worker, 99), 1),
                 "server_one_at_a_time_minus_direct_p99": round(pct(seq_from_worker, 99) - pct(direct_from_worker, 99), 1),
-                "samples": [len(from_worker), len(seq_from_worker), len(direct_from_worker)]},
+                "direct_all_sessions_at_once_p50": round(pct(direct_burst_from_worker, 50), 1),
+                "direct_all_sessions_at_once_p99": round(pct(direct_burst_from_worker, 99), 1),
+                "server_all_at_once_minus_direct_all_at_once_p99":
+                    round(pct(from_worker, 99) - pct(direct_burst_from_worker, 99), 1),
+                "samples": [len(from_worker), len(seq_from_worker), len(direct_from_worker),
+                            len(direct_burst_from_worker)]},
             "from_model_answer": {"server_p50": round(pct(lat, 50), 1), "server_p99": round(pct(lat, 99), 1),
                                   "direct_p50": round(pct(direct, 50), 1), "direct_p99": round(pct(direct, 99), 1),
                                   "samples": len(lat)}},
@@ -236,6 +256,19 @@ def direct_chat(binary, address, sid, messages):
     if out.returncode != 0:
         raise SystemExit(f"server_bench_direct_chat failed: {out.stderr}")
     return [(r["signalled"], r["answered"]) for r in map(json.loads, out.stdout.splitlines())]
+
+
+def direct_burst(binary, address, sids, rounds):
+    """(sid, turn) -> when the direct client saw the turn's final answer, `rounds` messages sent to
+    all `sids` at once per round (server_bench_direct_chat --burst: history long-poll, then the
+    progress query, as the server's event feed does)."""
+    cmd = [binary, "--address", address, "--burst", str(rounds)]
+    for sid in sids:
+        cmd += ["--workflow-id", sid]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        raise SystemExit(f"server_bench_direct_chat --burst failed: {out.stderr}")
+    return {(r["workflow_id"], r["turn"]): r["answered"] for r in map(json.loads, out.stdout.splitlines())}
 
 
 def direct_turns(binary, address, sids, messages):
