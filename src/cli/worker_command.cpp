@@ -145,24 +145,28 @@ int run_chat(const ChatFlags& f) {
     if (tty) std::cout << "you> " << std::flush;
     if (!std::getline(std::cin, line) || line == "/exit" || line == "/quit") break;
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    // The turns so far (the workflow may not have answered a query yet: no worker, or starting).
-    std::optional<durable::AgentOutputReply> before_send = agent_output(client, id);
-    while (!before_send) {
+    // The workflow may not answer a query yet (no worker, or starting): wait until it does.
+    while (!agent_output(client, id)) {
       if (auto closed = chat_closed(client, id)) return *closed;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      before_send = agent_output(client, id);
     }
-    const size_t before = before_send->turns.size();
-    auto s = client.signal_workflow(id, "", durable::kSendUserTask,
-                                    temporal::Args{durable::ChatMessage{line}.to_json()});
+    // The answer is the turn that carries the message's id back, whoever else writes to the
+    // chat meanwhile.
+    const durable::ChatMessage message{line, "msg-" + random_hex()};
+    auto s =
+        client.signal_workflow(id, "", durable::kSendUserTask, temporal::Args{message.to_json()});
     if (!s.ok()) return report(s.error().with_context("sending the message"));
     // Follow the agent until the turn is recorded.
     while (true) {
       follower.poll();
       auto out = agent_output(client, id);
-      if (out && out->turns.size() > before) {
+      const durable::ChatTurn* answer = nullptr;
+      if (out)
+        for (const auto& t : out->turns)
+          if (t.message_id == message.id) answer = &t;
+      if (answer) {
         follower.poll();
-        const durable::ChatTurn& t = out->turns.back();
+        const durable::ChatTurn& t = *answer;
         if (t.error) {
           std::cout << "── error\n" << *t.error << "\n";
         } else {

@@ -407,7 +407,10 @@ Result<TaskOutput> TaskOutput::from_json(const Json& j) {
   return o;
 }
 
-Json ChatMessage::to_json() const { return Json(task); }
+Json ChatMessage::to_json() const {
+  if (id.empty()) return Json(task);
+  return Json{{"task", task}, {"id", id}};
+}
 
 Result<ChatMessage> ChatMessage::from_json(const Json& j) {
   ChatMessage m;
@@ -416,6 +419,7 @@ Result<ChatMessage> ChatMessage::from_json(const Json& j) {
   } else if (j.is_object()) {
     JsonReader r(j, "a chat message");
     core::Status task = r.required("task", m.task);
+    CODEACT_TRY_STATUS(r.optional("id", m.id));
     CODEACT_TRY_STATUS(r.finish());  // a misspelt "task" is named as such, not as a missing one
     CODEACT_TRY_STATUS(task);
   } else {
@@ -428,6 +432,7 @@ Result<ChatMessage> ChatMessage::from_json(const Json& j) {
 
 Json ChatTurn::to_json() const {
   Json j{{"task", task}, {"output", output ? Json(*output) : Json(nullptr)}, {"files", files}};
+  if (!message_id.empty()) j["message_id"] = message_id;
   if (error) {
     j["error"] = *error;
   } else {
@@ -441,6 +446,7 @@ Result<ChatTurn> ChatTurn::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.valid());
   ChatTurn t;
   CODEACT_TRY_STATUS(r.required("task", t.task));
+  CODEACT_TRY_STATUS(r.optional("message_id", t.message_id));
   std::string text;
   if (r.has("output")) {
     CODEACT_TRY_STATUS(r.optional("output", text));
@@ -484,7 +490,9 @@ Json ChatInput::to_json() const {
   j["idle_timeout_seconds"] = idle_timeout_seconds;
   j["max_turns_per_run"] = max_turns_per_run;
   j["turns"] = turns_json(turns);
-  j["pending"] = pending;
+  Json queued = Json::array();
+  for (const auto& m : pending) queued.push_back(m.to_json());
+  j["pending"] = queued;
   j["sandbox_started"] = sandbox_started;
   j["runs"] = runs;
   return j;
@@ -509,7 +517,7 @@ Result<ChatInput> ChatInput::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.optional("pending", pending));
   CODEACT_TRY(auto messages,
               list_of<ChatMessage>(pending, "the chat input: \"pending\"", ChatMessage::from_json));
-  for (auto& m : messages) in.pending.push_back(std::move(m.task));
+  in.pending = std::move(messages);
   CODEACT_TRY_STATUS(r.optional("sandbox_started", in.sandbox_started));
   CODEACT_TRY_STATUS(r.optional("runs", in.runs));
   CODEACT_TRY_STATUS(r.finish());

@@ -306,7 +306,7 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
                                    "the signal carried no message (a string or {\"task\": ...})"))
                              : ChatMessage::from_json(a[0]);
     if (message.ok()) {
-      shared_chat->pending.push_back(std::move(message->task));
+      shared_chat->pending.push_back(std::move(*message));
       return;
     }
     RejectedMessage m;
@@ -383,8 +383,9 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
       reason = "idle";
       break;
     }
-    std::string task = chat.pending.front();
+    const ChatMessage message = chat.pending.front();
     chat.pending.erase(chat.pending.begin());
+    const std::string& task = message.task;
     busy = true;
     view.user_message(task, chat.turns.size() + 1);
     const std::string run_id = run_id_of(ctx) + "/" + std::to_string(chat.turns.size() + 1);
@@ -396,6 +397,7 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     caller->clear_turn_cancel();
     ChatTurn done;
     done.task = task;
+    done.message_id = message.id;
     if (turn_cancelled) {
       // What the turn did is left out of the conversation (its cells are not undone: the
       // sandbox goes on); the model is told the message was cancelled, so the next one reads

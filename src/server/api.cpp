@@ -104,6 +104,9 @@ Result<std::string> text_field(const Json& body, const char* key) {
   return body[key].get<std::string>();
 }
 
+// A fresh id for a message sent to a session: its answer is the turn that carries it back.
+std::string new_message_id() { return "msg-" + random_token().substr(0, 16); }
+
 std::string memo_string(const Json& memo, const char* key) {
   return memo.is_object() && memo.contains(key) && memo[key].is_string()
              ? memo[key].get<std::string>()
@@ -162,7 +165,8 @@ Api::Api(ServerConfig config, ApiDeps deps)
       deps_(std::move(deps)),
       auth_(config_.api_keys, config_.sessions_file),
       rate_(config_.rate_per_minute),
-      sweeper_(std::make_unique<SandboxSweeper>(deps_.sandboxes)) {}
+      sweeper_(std::make_unique<SandboxSweeper>(deps_.sandboxes, SandboxSweeper::default_delays(),
+                                                config_.sweeps_file)) {}
 
 Api::~Api() = default;
 
@@ -362,7 +366,7 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
   };
 
   auto start = [&](const Kind& kind, const Json& input, const std::string& title,
-                   const std::string& model, const std::string& first_message,
+                   const std::string& model, const durable::ChatMessage& first_message,
                    const std::string& id) -> Result<std::string> {
     if (active_count(caller.principal) >= config_.max_active_runs) {
       return core::Error(core::Code::kResourceExhausted,
@@ -389,10 +393,11 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
                    {kMemoModel, model},
                    {kMemoInput, base_input}};
     Result<temporal::WorkflowRun> run =
-        first_message.empty()
+        first_message.task.empty()
             ? client.start_workflow(kind.workflow, temporal::Args{input}, so)
             : client.signal_with_start(kind.workflow, temporal::Args{input}, so,
-                                       durable::kSendUserTask, temporal::Args{Json(first_message)});
+                                       durable::kSendUserTask,
+                                       temporal::Args{first_message.to_json()});
     if (!run.ok()) return std::move(run).error();
     std::lock_guard lock(mu_);
     recent_[caller.principal].insert(id);
@@ -416,19 +421,29 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     return m.ok() ? *m : std::string();
   };
 
+  // The running session's agent_output. A busy workflow may refuse a query for a moment (its
+  // query buffer is full): asked again after 25 ms, doubling, six times in all.
+  auto agent_output = [&](const std::string& id) -> Result<durable::AgentOutputReply> {
+    Result<durable::AgentOutputReply> reply = core::unavailable("");
+    auto pause = std::chrono::milliseconds(25);
+    for (int attempt = 0; attempt < 6; ++attempt, pause *= 2) {
+      if (attempt > 0) std::this_thread::sleep_for(pause);
+      auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
+      reply = q.ok() ? durable::AgentOutputReply::from_json(*q)
+                     : Result<durable::AgentOutputReply>(std::move(q).error());
+      if (reply.ok() || !core::is_retryable(reply.error().code())) break;
+    }
+    return reply;
+  };
+
   // A session's answered turns: live from the workflow, else what its result holds.
   auto session_turns = [&](const std::string& id, const temporal::WorkflowDescription& d,
                            std::string& live_status) -> std::vector<durable::ChatTurn> {
     if (d.status == "Running") {
-      auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
-      if (q.ok()) {
-        auto reply = durable::AgentOutputReply::from_json(*q);
-        if (reply.ok()) {
-          live_status = reply->status;
-          return reply->turns;
-        }
-      }
-      return {};
+      auto reply = agent_output(id);
+      if (!reply.ok()) return {};
+      live_status = reply->status;
+      return reply->turns;
     }
     if (d.status == "Completed") {
       auto res = client.get_result(id, d.run_id, std::chrono::seconds(2), false);
@@ -442,19 +457,14 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
 
   // Sends a message to a session, starting its workflow again when it has ended (cancelled,
   // stopped, idle): the new run resumes the sandbox with its state and carries the turns.
-  // `known_live`: the running workflow's agent_output status, when the caller just asked it.
   auto send_message = [&](const std::string& id, temporal::WorkflowDescription d,
-                          const std::string& message,
-                          std::optional<std::string> known_live = std::nullopt) -> core::Status {
+                          const durable::ChatMessage& message) -> core::Status {
     if (d.status == "Running") {
       std::string live;
-      if (known_live)
-        live = *known_live;
-      else
-        session_turns(id, d, live);
+      session_turns(id, d, live);
       if (live != "finishing" && live != "stopped" && live != "cancelled")
         return client.signal_workflow(id, "", durable::kSendUserTask,
-                                      temporal::Args{Json(message)});
+                                      temporal::Args{message.to_json()});
       // The run is ending (stopped, or cancelled) and would drop the message: once it has
       // closed, the session starts again with it.
       const auto until = std::chrono::steady_clock::now() + kEndingRunWait;
@@ -473,7 +483,7 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
       }
       if (closed->status == "Running" && closed->run_id != d.run_id)  // started again meanwhile
         return client.signal_workflow(id, "", durable::kSendUserTask,
-                                      temporal::Args{Json(message)});
+                                      temporal::Args{message.to_json()});
       if (closed->status == "Running")
         return core::unavailable("the session is stopping; send the message again shortly");
       d = std::move(*closed);
@@ -497,17 +507,25 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     return core::ok_status();
   };
 
-  // Waits until turn `index` of a session is answered (POST /chat), the message having just been
-  // sent: asks the workflow, then again each time the session's EventHub feed (its one
-  // upstream, shared with the pages watching it) brings an event that may end the turn
-  // (may_end_turn), and at least every second.
-  auto wait_turn = [&](const std::string& id, size_t index) -> Result<durable::ChatTurn> {
+  // The turn of a session that answers the message with id `message_id`, if there is one yet.
+  auto turn_of = [](const std::vector<durable::ChatTurn>& turns,
+                    const std::string& message_id) -> const durable::ChatTurn* {
+    for (const auto& t : turns)
+      if (t.message_id == message_id) return &t;
+    return nullptr;
+  };
+
+  // Waits until a session answers the message `message_id` (POST /chat), just sent: asks the
+  // workflow, then again each time the session's EventHub feed (its one upstream, shared with
+  // the pages watching it) brings an event that may end a turn (may_end_turn), and at least
+  // every second. Other messages may be answered first: each answer is found by its id.
+  auto wait_turn = [&](const std::string& id,
+                       const std::string& message_id) -> Result<durable::ChatTurn> {
     const auto deadline =
         std::chrono::steady_clock::now() +
         std::chrono::milliseconds(static_cast<int64_t>(config_.chat_timeout_seconds * 1000));
-    const auto number = static_cast<int64_t>(index) + 1;  // the turn's number in events
-    auto waker = std::make_shared<EventWaker>(
-        [number](const SseEvent& e) { return may_end_turn(e, number); });
+    auto waker =
+        std::make_shared<EventWaker>([](const SseEvent& e) { return may_end_turn(e, kAnyTurn); });
     deps_.hub->subscribe_live(id, FeedKind::kSession, waker);
     struct CloseAtExit {
       EventWaker& w;
@@ -519,13 +537,14 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
       auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
       if (q.ok()) {
         auto reply = durable::AgentOutputReply::from_json(*q);
-        if (reply.ok() && reply->turns.size() > index) return reply->turns[index];
+        if (reply.ok())
+          if (const auto* t = turn_of(reply->turns, message_id)) return *t;
       }
       auto d = client.describe_workflow(id);
       if (d.ok() && d->status != "Running") {
         std::string ignored;
         auto turns = session_turns(id, *d, ignored);
-        if (turns.size() > index) return turns[index];
+        if (const auto* t = turn_of(turns, message_id)) return *t;
         return core::Error(
             core::Code::kFailedPrecondition,
             "the conversation ended (" + resource_status(*d, "") + ") before answering");
@@ -550,43 +569,24 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
         return fail(core::invalid_argument("workflow_id: must be a string"));
       id = (*body)["workflow_id"].get<std::string>();
     }
-    size_t index = 0;
+    // The message carries an id, and its answer is the turn that carries it back: whatever
+    // else is sent to the session meanwhile (another POST /chat, the page), and across a
+    // restart of an ended session.
+    const durable::ChatMessage message{*task, new_message_id()};
     if (id.empty()) {
       auto in = new_task_input(Json::object(), {});
       if (!in.ok()) return fail(in.error());
       durable::ChatInput chat;
       chat.base = *in;
       id = kSessionKind.prefix + random_token().substr(0, 12);
-      auto started = start(kSessionKind, chat.to_json(), *task, model_label(*in), *task, id);
+      auto started = start(kSessionKind, chat.to_json(), *task, model_label(*in), message, id);
       if (!started.ok()) return fail(started.error());
     } else {
       auto d = owned(kSessionKind, id);
       if (!d.ok()) return fail(d.error());
-      // The answer to wait for: the turn after those answered and those queued. A busy
-      // workflow may refuse the query: asked again (as the event hub does), never guessed.
-      std::optional<std::string> live;
-      if (d->status == "Running") {
-        Result<durable::AgentOutputReply> reply = core::unavailable("");
-        auto pause = std::chrono::milliseconds(25);
-        for (int attempt = 0; attempt < 6; ++attempt, pause *= 2) {
-          auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
-          reply = q.ok() ? durable::AgentOutputReply::from_json(*q)
-                         : Result<durable::AgentOutputReply>(std::move(q).error());
-          if (reply.ok() || !core::is_retryable(reply.error().code())) break;
-          std::this_thread::sleep_for(pause);
-        }
-        if (!reply.ok())
-          return fail(reply.error().with_context("asking conversation \"" + id +
-                                                 "\" how far it is; nothing was sent"));
-        index = reply->turns.size() + static_cast<size_t>(reply->pending);
-        live = reply->status;
-      } else {
-        std::string ignored;
-        index = session_turns(id, *d, ignored).size();
-      }
-      if (auto s = send_message(id, *d, *task, live); !s.ok()) return fail(s.error());
+      if (auto s = send_message(id, *d, message); !s.ok()) return fail(s.error());
     }
-    auto turn = wait_turn(id, index);
+    auto turn = wait_turn(id, message.id);
     if (!turn.ok()) return fail(turn.error());
     if (!turn->output) {
       return fail(core::Error(core::Code::kInternal,
@@ -629,6 +629,7 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     const std::string id = kind.prefix + random_token().substr(0, 12);
     Result<std::string> started = core::invalid_argument("");
     std::string title;
+    durable::ChatMessage first;  // a session's first message, if the body has one
     if (kind.feed == FeedKind::kSession) {
       std::string message;
       if (body->contains("message") && !(*body)["message"].is_null()) {
@@ -639,13 +640,14 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
       durable::ChatInput chat;
       chat.base = *in;
       title = message.empty() ? "New session" : message;
-      started = start(kind, chat.to_json(), title, model_label(*in), message, id);
+      first = durable::ChatMessage{message, message.empty() ? "" : new_message_id()};
+      started = start(kind, chat.to_json(), title, model_label(*in), first, id);
     } else {
       auto task = text_field(*body, "task");
       if (!task.ok()) return fail(task.error());
       in->task = *task;
       title = *task;
-      started = start(kind, in->to_json(), title, model_label(*in), "", id);
+      started = start(kind, in->to_json(), title, model_label(*in), durable::ChatMessage{}, id);
     }
     if (!started.ok()) {
       auto resp = fail(started.error());
@@ -655,7 +657,9 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     Json memo{{kMemoTitle, core::abbreviate(title, 80)},
               {kMemoCreated, core::now_rfc3339()},
               {kMemoModel, model_label(*in)}};
-    return ok_json(resource_json(kind, id, memo, "starting"), 201)
+    Json created = resource_json(kind, id, memo, "starting");
+    if (!first.id.empty()) created["message_id"] = first.id;
+    return ok_json(std::move(created), 201)
         .set("Location", "/v1/" + std::string(kind.plural) + "/" + id);
   }
   if (seg.size() == 2 && r.method == "GET") {
@@ -759,8 +763,9 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
       if (k != "message") return fail(core::invalid_argument("unknown field \"" + k + "\""));
     auto message = text_field(*body, "message");
     if (!message.ok()) return fail(message.error());
-    if (auto s = send_message(id, *d, *message); !s.ok()) return fail(s.error());
-    return ok_json({{"accepted", true}}, 202);
+    const durable::ChatMessage sent{*message, new_message_id()};
+    if (auto s = send_message(id, *d, sent); !s.ok()) return fail(s.error());
+    return ok_json({{"accepted", true}, {"message_id", sent.id}}, 202);
   }
   if (seg.size() == 4 && r.method == "POST" && action == "cancel") {
     if (d->status != "Running")

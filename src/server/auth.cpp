@@ -1,20 +1,17 @@
 #include "codeact/server/auth.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <set>
 
 #include "codeact/core/log.hpp"
 #include "codeact/core/strings.hpp"
+#include "private_file.hpp"
 
 namespace codeact::server {
 
@@ -148,30 +145,10 @@ void Authenticator::save_locked() const {
   core::Json j = core::Json::object();
   for (const auto& [digest, s] : sessions_)
     j[digest] = {{"principal", s.principal}, {"csrf_token", s.csrf_token}, {"expires", s.expires}};
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(fs::path(sessions_file_).parent_path(), ec);
-  const std::string tmp = sessions_file_ + ".tmp";
-  const std::string text = j.dump();
-  // Readable by this user only, from the first byte on.
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  bool written = fd >= 0 && ::fchmod(fd, 0600) == 0;
-  for (size_t off = 0; written && off < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n <= 0)
-      written = false;
-    else
-      off += static_cast<size_t>(n);
-  }
-  if (fd >= 0 && ::close(fd) != 0) written = false;
-  if (!written) {
-    core::log().warn("server: cannot write {}: sign-ins are not kept across a restart", tmp);
-    return;
-  }
-  fs::rename(tmp, sessions_file_, ec);
-  if (ec)
-    core::log().warn("server: cannot replace {}: {}; sign-ins are not kept across a restart",
-                     sessions_file_, ec.message());
+  auto written = write_private_file(sessions_file_, j.dump());
+  if (!written.ok())
+    core::log().warn("server: {}; sign-ins are not kept across a restart",
+                     written.error().message());
 }
 
 std::optional<std::string> Authenticator::principal_of_key(std::string_view key) const {

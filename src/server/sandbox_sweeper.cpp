@@ -1,8 +1,11 @@
 #include "sandbox_sweeper.hpp"
 
 #include <algorithm>
+#include <fstream>
 
+#include "codeact/core/json.hpp"
 #include "codeact/core/log.hpp"
+#include "private_file.hpp"
 
 namespace codeact::server {
 
@@ -11,19 +14,62 @@ SandboxSweeper::Delays SandboxSweeper::default_delays() {
   return {seconds(5), seconds(30), seconds(120)};
 }
 
-SandboxSweeper::SandboxSweeper(std::shared_ptr<sandbox::SandboxBackend> sandboxes, Delays after)
-    : sandboxes_(std::move(sandboxes)), after_(std::move(after)) {
+namespace {
+
+using SystemClock = std::chrono::system_clock;
+
+int64_t unix_millis(SystemClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+SandboxSweeper::SandboxSweeper(std::shared_ptr<sandbox::SandboxBackend> sandboxes, Delays after,
+                               std::string journal)
+    : sandboxes_(std::move(sandboxes)), after_(std::move(after)), journal_(std::move(journal)) {
+  load_journal();
   thread_ = std::thread([this] { loop(); });
+}
+
+void SandboxSweeper::load_journal() {
+  if (journal_.empty()) return;
+  std::ifstream in(journal_);
+  if (!in) return;  // none yet
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  auto j = core::parse_json(text, journal_);
+  if (!j.ok() || !j->is_array()) {
+    core::log().warn("server: ignoring the sandbox sweeps in {} ({})", journal_,
+                     j.ok() ? "not a JSON list" : j.error().message());
+    return;
+  }
+  for (const auto& r : *j) {
+    const std::string id = core::json_string(r, "id");
+    if (id.empty()) continue;
+    pending_.push_back({SystemClock::time_point(std::chrono::milliseconds(core::json_int(r, "at"))),
+                        id, core::json_bool(r, "volume")});
+  }
+}
+
+void SandboxSweeper::save_journal_locked() const {
+  if (journal_.empty()) return;
+  core::Json j = core::Json::array();
+  for (const auto& r : pending_)
+    j.push_back({{"id", r.id}, {"volume", r.volume}, {"at", unix_millis(r.at)}});
+  auto written = write_private_file(journal_, j.dump());
+  if (!written.ok())
+    core::log().warn("server: {}; the sandbox sweeps due are not kept across a restart",
+                     written.error().message());
 }
 
 SandboxSweeper::~SandboxSweeper() { stop(); }
 
 void SandboxSweeper::sweep_later(const std::string& id, bool volume) {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = SystemClock::now();
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     for (auto d : after_) pending_.push_back({now + d, id, volume});
+    save_journal_locked();
   }
   cv_.notify_all();
 }
@@ -52,12 +98,15 @@ void SandboxSweeper::loop() {
     }
     auto next = std::min_element(pending_.begin(), pending_.end(),
                                  [](const auto& a, const auto& b) { return a.at < b.at; });
-    if (next->at > std::chrono::steady_clock::now()) {
-      cv_.wait_until(lock, next->at);
+    const auto wait = next->at - SystemClock::now();
+    if (wait > SystemClock::duration::zero()) {
+      // Woken early by a new removal or stop(); a wall clock that jumps is read again then.
+      cv_.wait_for(lock, std::min<SystemClock::duration>(wait, std::chrono::seconds(5)));
       continue;
     }
     Removal due = *next;
     pending_.erase(next);
+    save_journal_locked();
     lock.unlock();
     auto s = sandboxes_->remove(due.id, due.volume);
     if (s.ok())

@@ -86,12 +86,22 @@ TEST(ChatInputPayload, MinimalInputMessagesAndNoTaskKey) {
   ASSERT_TRUE(minimal.ok()) << message_of(minimal);
   EXPECT_EQ(minimal->max_turns_per_run, 2);
   auto carried = ChatInput::from_json(
-      Json{{"pending", {"one", {{"task", "two"}}}}, {"runs", 2}, {"sandbox_started", true}});
+      Json{{"pending", {"one", {{"task", "two"}}, {{"task", "three"}, {"id", "m-3"}}}},
+           {"runs", 2},
+           {"sandbox_started", true}});
   ASSERT_TRUE(carried.ok()) << message_of(carried);
-  EXPECT_EQ(carried->pending, (std::vector<std::string>{"one", "two"}));
+  ASSERT_EQ(carried->pending.size(), 3u);
+  EXPECT_EQ(carried->pending[1].task, "two");
+  EXPECT_EQ(carried->pending[2].id, "m-3");
+  // A message without an id is carried as the bare string, as before ids existed: a recorded
+  // continue-as-new input stays byte for byte what it was.
+  EXPECT_EQ(carried->to_json()["pending"],
+            (Json{"one", "two", {{"task", "three"}, {"id", "m-3"}}}));
   auto back = ChatInput::from_json(carried->to_json());
   ASSERT_TRUE(back.ok()) << message_of(back);
   EXPECT_EQ(back->to_json(), carried->to_json());
+  EXPECT_NE(message_of(ChatMessage::from_json(Json{{"task", "t"}, {"id", 7}})).find("\"id\""),
+            std::string::npos);
   EXPECT_NE(message_of(ChatInput::from_json(Json{{"task", "not for a chat"}}))
                 .find("unknown key \"task\""),
             std::string::npos);
@@ -110,12 +120,15 @@ TEST(ChatPayloads, TurnsRepliesAndTheResultKeepTheirShapeAndRefuseMalformedValue
                       {"usage", {{"requests", 2}}}};
   const Json failed{
       {"task", "x"}, {"output", nullptr}, {"files", Json::array()}, {"error", "boom"}};
-  for (const Json& j : {answered, failed}) {
+  Json with_id = answered;
+  with_id["message_id"] = "m-1";  // the turn of a message that carried an id
+  for (const Json& j : {answered, failed, with_id}) {
     auto t = ChatTurn::from_json(j);
     ASSERT_TRUE(t.ok()) << message_of(t);
     EXPECT_EQ(t->to_json(), j);
   }
   EXPECT_EQ(ChatTurn::from_json(failed)->error, "boom");
+  EXPECT_EQ(ChatTurn::from_json(with_id)->message_id, "m-1");
   EXPECT_FALSE(ChatTurn::from_json(failed)->output.has_value());
   // What used to throw in `codeact chat` (.get<std::string>() of a file) is now an error.
   EXPECT_NE(message_of(ChatTurn::from_json(Json{{"task", "t"}, {"output", "o"}, {"files", {42}}}))

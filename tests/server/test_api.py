@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -145,6 +146,42 @@ def test_chat_past_its_deadline_is_504_naming_the_conversation_which_goes_on(tem
     finally:
         s.stop()
         remove_created_sandboxes()
+
+
+def test_two_chats_at_once_to_one_conversation_each_get_their_own_answer(server, model):
+    # Both messages reach the conversation before either is answered; each POST /chat must
+    # answer with the turn of its own message (found by the message's id, not by counting).
+    model.turns = [text_turn("first answer"), text_turn("answer one"), text_turn("answer two"),
+                   text_turn("answer three")]
+    model.delays = {1: 2}  # the second turn is slow: the third message is queued behind it
+    a = Client(server.url, KEY_A)
+    r = a.post("/chat", {"task": "start"}, timeout=300)
+    assert r.status_code == 200, r.text
+    sid = r.json()["workflow_id"]
+    results = {}
+
+    def send(task):
+        results[task] = Client(server.url, KEY_A).post("/chat", {"task": task, "workflow_id": sid}, timeout=300)
+
+    threads = [threading.Thread(target=send, args=(t,)) for t in ("alpha", "beta")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(320)
+    for task in ("alpha", "beta"):
+        assert results[task].status_code == 200, results[task].text
+    turns = a.get(f"/v1/sessions/{sid}").json()["turns"]
+    answer_of = {t["task"]: t["output"] for t in turns}
+    assert {results[t].json()["message"] for t in ("alpha", "beta")} == {"answer one", "answer two"}
+    for task in ("alpha", "beta"):
+        assert results[task].json()["message"] == answer_of[task], (task, turns)
+    # A message sent over /v1 names the turn that will answer it.
+    r = a.post(f"/v1/sessions/{sid}/messages", {"message": "gamma"})
+    assert r.status_code == 202, r.text
+    message_id = r.json()["message_id"]
+    wait_answered(a, sid, "answer three")
+    turns = a.get(f"/v1/sessions/{sid}").json()["turns"]
+    assert [t["output"] for t in turns if t.get("message_id") == message_id] == ["answer three"], turns
 
 
 def test_two_users_with_the_same_first_message_get_two_conversations(server, model):

@@ -104,9 +104,11 @@ struct TaskOutput {
 };
 
 // One answered message of a chat: {task, output, files, usage} when the agent answered,
-// {task, output: null, files, error} when its run failed.
+// {task, output: null, files, error} when its run failed; with "message_id" when the message
+// carried an id.
 struct ChatTurn {
   std::string task;
+  std::string message_id;             // the ChatMessage's id; "" when it had none
   std::optional<std::string> output;  // unset when the run failed
   std::vector<std::string> files;     // produced while answering (sandbox paths under /output)
   Json usage = Json::object();        // requests, tokens, tool_calls; written when answered
@@ -115,10 +117,13 @@ struct ChatTurn {
   static core::Result<ChatTurn> from_json(const Json& j);
 };
 
-// A message for a chat: the send_user_task signal's argument, a string or {"task": ...}
-// (to_json writes the string). from_json refuses an empty task.
+// A message for a chat: the send_user_task signal's argument, a string or {"task": ...,
+// "id"?: ...}. The id is the sender's: the turn that answers the message carries it as
+// message_id, so a sender finds its answer whatever else was sent meanwhile. to_json writes
+// the bare string when there is no id. from_json refuses an empty task.
 struct ChatMessage {
   std::string task;
+  std::string id;  // "" = none
   Json to_json() const;
   static core::Result<ChatMessage> from_json(const Json& j);
 };
@@ -129,7 +134,7 @@ struct ChatInput {
   int max_turns_per_run = 20;
   // Carried across continue-as-new:
   std::vector<ChatTurn> turns;
-  std::vector<std::string> pending;  // messages received, not yet answered
+  std::vector<ChatMessage> pending;  // messages received, not yet answered
   bool sandbox_started = false;
   int runs = 1;  // workflow runs of this chat so far (1 + continue-as-new count)
   Json to_json() const;

@@ -61,6 +61,8 @@ std::vector<SseEvent> translate_progress_event(const Json& event, TranslateState
 // one: its final answer or its files, the session no longer running, a later message begun, a
 // failure or a cancel. Turn-ending events come in this order: `final` (a task before the turn is
 // recorded), then `files` and `status` in the task that records it.
+// `kAnyTurn` stands for whichever turn is answered next.
+inline constexpr int64_t kAnyTurn = 0;
 bool may_end_turn(const SseEvent& e, int64_t turn);
 
 enum class FeedKind { kRun, kSession };
