@@ -392,6 +392,7 @@ void EventHub::watch(std::shared_ptr<Feed> feed) {
   // consistent-query buffer).
   bool unread = false;
   auto backoff = kRetryFirst;
+  std::string followed_run;  // the run whose history `token` pages through
   while (true) {
     {
       std::lock_guard lock(mu_);
@@ -408,7 +409,16 @@ void EventHub::watch(std::shared_ptr<Feed> feed) {
       }
       continue;
     }
-    auto w = client_.wait_for_history_events(feed->workflow_id, "", token, options_.long_poll);
+    if (token.empty()) {  // a run followed from its beginning: which one, by name
+      auto d = client_.describe_workflow(feed->workflow_id);
+      if (!d.ok()) {
+        if (!nap(std::chrono::milliseconds(500))) return;
+        continue;
+      }
+      followed_run = d->run_id;
+    }
+    auto w =
+        client_.wait_for_history_events(feed->workflow_id, followed_run, token, options_.long_poll);
     if (!w.ok()) {
       token.clear();
       if (!nap(std::chrono::milliseconds(500))) return;
@@ -419,16 +429,14 @@ void EventHub::watch(std::shared_ptr<Feed> feed) {
       token = w->next_page_token;
       continue;
     }
-    // The run closed: wait until another one starts (continue-as-new, or a session started
-    // again), then follow it from its beginning.
+    // The run closed: follow the next one from its beginning once it starts. A continue-as-new
+    // starts it in the same breath; a session started again, later.
     token.clear();
     unread = false;
-    auto closed = client_.describe_workflow(feed->workflow_id);
-    const std::string run = closed.ok() ? closed->run_id : "";
     while (true) {
-      if (!nap(std::chrono::seconds(1)) || idle()) return;
       auto d = client_.describe_workflow(feed->workflow_id);
-      if (d.ok() && d->run_id != run) break;
+      if (d.ok() && d->run_id != followed_run) break;
+      if (!nap(std::chrono::seconds(1)) || idle()) return;
     }
   }
 }
@@ -502,8 +510,17 @@ bool EventHub::poll(Feed& feed) {
     auto p = durable::ProgressReply::from_json(*r);
     if (p.ok()) reply = std::move(*p);
   }
+  std::optional<durable::ProgressReply> rest;  // of the run the feed followed, which closed
   if (reply && !run_id.empty() && reply->run_id != run_id && since > 0) {
-    // A new run (continue-as-new, or a session started again): its events start at 0.
+    // A new run (continue-as-new, or a session started again). What the closed run did after
+    // the feed last read it (a continue-as-new's last task: the turn's files, its status) is
+    // asked of that run (a worker replays it to answer); the new run's events start at 0.
+    auto tail = client_.query_workflow(feed.workflow_id, run_id, durable::kProgressQuery,
+                                       temporal::Args{Json{{"since", since}}});
+    if (tail.ok()) {
+      auto p = durable::ProgressReply::from_json(*tail);
+      if (p.ok()) rest = std::move(*p);
+    }
     auto again = client_.query_workflow(feed.workflow_id, reply->run_id, durable::kProgressQuery,
                                         temporal::Args{Json{{"since", 0}}});
     reply.reset();
@@ -513,6 +530,8 @@ bool EventHub::poll(Feed& feed) {
     }
   }
   std::lock_guard lock(feed.mu);
+  if (rest && !feed.runs.empty() && feed.runs.back().run_id == run_id)
+    feed.take(feed.runs.back(), rest->events);
   if (reply) {
     if (feed.runs.empty() || feed.runs.back().run_id != reply->run_id) {
       feed.start_run(reply->run_id);

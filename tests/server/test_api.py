@@ -592,3 +592,39 @@ def test_a_session_deleted_while_its_sandbox_starts_leaves_no_container_or_volum
         time.sleep(1)
         left = leftovers()
     assert not left, f"{left} stayed 45 s after the DELETE"
+
+
+def test_a_watched_session_streams_every_turn_live_across_its_continue_as_new(server, model):
+    # A chat continues as new after 20 turns: a page watching it goes on seeing every turn
+    # as it is answered (the 20th turn's files, then turns 21 and 22 of the new run), once each.
+    turns = 22
+    model.turns = [text_turn(f"answer {i}") for i in range(turns)]
+    a = Client(server.url, KEY_A)
+    r = a.post("/chat", {"task": "message 0"}, timeout=300)
+    assert r.status_code == 200, r.text
+    sid = r.json()["workflow_id"]
+    events = []
+
+    def watch():
+        Client(server.url, KEY_A).events(
+            f"/v1/sessions/{sid}/events", timeout=240,
+            until=lambda e: events.append(e) or len([1 for _, t, _ in events if t == "files"]) == turns)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    wait_for(lambda: any(t == "final" for _, t, _ in events), "the stream to start", timeout=60)
+    seen_before = {d.get("text") for _, t, d in events if t == "final"}
+    assert seen_before == {"answer 0"}, events
+    for i in range(1, turns):
+        r = a.post("/chat", {"task": f"message {i}", "workflow_id": sid}, timeout=300)
+        assert r.status_code == 200 and r.json()["message"] == f"answer {i}", r.text
+        # Each answer is on the live stream soon after POST /chat returned it.
+        wait_for(lambda: any(t == "final" and d.get("text") == f"answer {i}" for _, t, d in events),
+                 f"answer {i} on the stream", timeout=30)
+    watcher.join(60)
+    finals = [d["text"] for _, t, d in events if t == "final"]
+    assert finals == [f"answer {i}" for i in range(turns)], finals
+    assert len([1 for _, t, _ in events if t == "files"]) == turns, "every turn's files event, the 20th's too"
+    ids = [i for i, _, _ in events]
+    assert len(ids) == len(set(ids)), "no event twice"
+    assert len({i.split(".")[0] for i in ids}) == 2, "two workflow runs"

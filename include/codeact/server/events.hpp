@@ -109,7 +109,8 @@ class EventHub {
  private:
   struct Feed;
   void poll_loop();
-  // Reads the workflow's new progress events into the feed; now and then (and when the query
+  // Reads the workflow's new progress events into the feed; when a new run has begun, first the
+  // rest of the run it followed (asked of that closed run). Now and then (and when the query
   // fails) asks whether the workflow closed. False when the feed may be behind: the query failed
   // and the workflow is not known to be closed.
   bool poll(Feed& feed);
@@ -117,6 +118,9 @@ class EventHub {
   // continue-as-new, or before it was started again), oldest first, so a client resuming from
   // an event of one of them misses nothing. Runs whose query fails are left out.
   void load_earlier_runs(Feed& feed);
+  // A feed's watcher: long-polls the history of the run it follows (named, not "the current
+  // one") and polls after each completed workflow task; once the run closes, follows the next
+  // run from its beginning as soon as one starts.
   void watch(std::shared_ptr<Feed> feed);
   // Adds `stream` to the feed, after sending it the known events after `after` (all: nullopt
   // and `replay`; none: !replay), and starts the feed's watcher if it has none.
