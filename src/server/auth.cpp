@@ -6,7 +6,6 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
 
 #include "codeact/core/log.hpp"
@@ -114,10 +113,8 @@ Authenticator::Authenticator(std::vector<ApiKey> keys, std::string sessions_file
     principals.insert(k.principal);
   }
   if (sessions_file_.empty()) return;
-  std::ifstream in(sessions_file_);
-  if (!in) return;  // none yet
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  auto j = core::parse_json(text, sessions_file_);
+  auto j = read_state_file(sessions_file_);
+  if (!j.ok() && j.error().code() == core::Code::kNotFound) return;  // none yet
   if (!j.ok() || !j->is_object()) {
     core::log().warn("server: ignoring the sign-ins in {} ({}); the page asks to sign in again",
                      sessions_file_, j.ok() ? "not a JSON object" : j.error().message());

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace codeact::server {
 
@@ -27,6 +28,13 @@ core::Status write_private_file(const std::string& path, const std::string& text
   fs::rename(tmp, path, ec);
   if (ec) return core::unavailable("cannot replace " + path + ": " + ec.message());
   return core::ok_status();
+}
+
+core::Result<core::Json> read_state_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return core::not_found(path + ": no such file");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  return core::parse_json(text, path);
 }
 
 }  // namespace codeact::server

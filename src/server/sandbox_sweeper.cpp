@@ -1,7 +1,6 @@
 #include "sandbox_sweeper.hpp"
 
 #include <algorithm>
-#include <fstream>
 
 #include "codeact/core/json.hpp"
 #include "codeact/core/log.hpp"
@@ -33,10 +32,8 @@ SandboxSweeper::SandboxSweeper(std::shared_ptr<sandbox::SandboxBackend> sandboxe
 
 void SandboxSweeper::load_journal() {
   if (journal_.empty()) return;
-  std::ifstream in(journal_);
-  if (!in) return;  // none yet
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  auto j = core::parse_json(text, journal_);
+  auto j = read_state_file(journal_);
+  if (!j.ok() && j.error().code() == core::Code::kNotFound) return;  // none yet
   if (!j.ok() || !j->is_array()) {
     core::log().warn("server: ignoring the sandbox sweeps in {} ({})", journal_,
                      j.ok() ? "not a JSON list" : j.error().message());
