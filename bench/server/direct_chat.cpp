@@ -15,6 +15,8 @@
 // {"workflow_id", "turn", "answered"}:
 //
 //   server_bench_direct_chat --address HOST:PORT --burst N --workflow-id ID [--workflow-id ...]
+//
+// (N below 20: a chat continues as new after 20 turns, and --burst follows one run.)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +51,8 @@ codeact::core::Result<int64_t> progress_next(tp::Client& client, const std::stri
   auto q = client.query_workflow(id, "", codeact::durable::kProgressQuery,
                                  tp::Args{Json{{"since", since}}});
   if (!q.ok()) return std::move(q).error();
+  if (!q->is_object())
+    return codeact::core::invalid_argument("a progress reply that is not an object");
   for (const auto& e : q->value("events", Json::array()))
     if (e.is_object() && e.value("event_kind", "") == "final_result") *saw_final = true;
   return q->value("next", since);
@@ -142,6 +146,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
     }
+  }
+  // A chat continues as new after 20 turns (max_turns_per_run): --burst follows one run.
+  if (rounds >= 20) {
+    std::fprintf(stderr, "--burst follows one workflow run: at most 19 rounds\n");
+    return 2;
   }
   if (address.empty() || ids.empty() || (rounds > 0) == !messages.empty() ||
       (rounds == 0 && ids.size() != 1)) {

@@ -40,8 +40,10 @@ int run_server(const ServerFlags& f) {
   if (config->sessions_file.empty())
     config->sessions_file =
         core::data_dir() + "/server/" + server::sessions_file_name(config->api_keys);
-  // One per task queue: servers of other queues on this data directory keep their own.
-  config->sweeps_file = core::data_dir() + "/server/sweeps-" + task_queue_of(f.durable) + ".json";
+  // One per task queue (named by a digest: any queue name makes a file name), so servers of
+  // other queues on this data directory keep their own.
+  config->sweeps_file = core::data_dir() + "/server/sweeps-" +
+                        server::sha256_hex(task_queue_of(f.durable)).substr(0, 12) + ".json";
   if (auto hp = server::parse_listen_address(config->listen); !hp.ok()) {
     return report(hp.error());
   } else if (config->api_keys.empty() && !server::is_loopback_host(hp->first)) {

@@ -152,7 +152,7 @@ int run_chat(const ChatFlags& f) {
     }
     // The answer is the turn that carries the message's id back, whoever else writes to the
     // chat meanwhile.
-    const durable::ChatMessage message{line, "msg-" + random_hex()};
+    const durable::ChatMessage message{line, "msg-" + random_hex(16)};
     auto s =
         client.signal_workflow(id, "", durable::kSendUserTask, temporal::Args{message.to_json()});
     if (!s.ok()) return report(s.error().with_context("sending the message"));
@@ -160,10 +160,7 @@ int run_chat(const ChatFlags& f) {
     while (true) {
       follower.poll();
       auto out = agent_output(client, id);
-      const durable::ChatTurn* answer = nullptr;
-      if (out)
-        for (const auto& t : out->turns)
-          if (t.message_id == message.id) answer = &t;
+      const durable::ChatTurn* answer = out ? durable::find_turn(out->turns, message.id) : nullptr;
       if (answer) {
         follower.poll();
         const durable::ChatTurn& t = *answer;

@@ -430,6 +430,13 @@ Result<ChatMessage> ChatMessage::from_json(const Json& j) {
   return m;
 }
 
+const ChatTurn* find_turn(const std::vector<ChatTurn>& turns, const std::string& message_id) {
+  if (message_id.empty()) return nullptr;
+  for (const auto& t : turns)
+    if (t.message_id == message_id) return &t;
+  return nullptr;
+}
+
 Json ChatTurn::to_json() const {
   Json j{{"task", task}, {"output", output ? Json(*output) : Json(nullptr)}, {"files", files}};
   if (!message_id.empty()) j["message_id"] = message_id;

@@ -305,6 +305,10 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     auto message = a.empty() ? Result<ChatMessage>(core::invalid_argument(
                                    "the signal carried no message (a string or {\"task\": ...})"))
                              : ChatMessage::from_json(a[0]);
+    // Before messages had ids, one with an "id" was refused (an unknown key) and ran no turn:
+    // a run recorded then by an older worker replays so.
+    if (message.ok() && !message->id.empty() && !ctx.patched(kChatMessageIdPatch))
+      message = core::invalid_argument("a chat message: unknown key \"id\"");
     if (message.ok()) {
       shared_chat->pending.push_back(std::move(*message));
       return;

@@ -422,16 +422,20 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
   };
 
   // The running session's agent_output. A busy workflow may refuse a query for a moment (its
-  // query buffer is full): asked again after 25 ms, doubling, six times in all.
+  // query buffer is full: ResourceExhausted): asked again after 25 ms, doubling, six times in
+  // all. Other errors (no worker answers: a query's own deadline) are not asked again.
   auto agent_output = [&](const std::string& id) -> Result<durable::AgentOutputReply> {
     Result<durable::AgentOutputReply> reply = core::unavailable("");
     auto pause = std::chrono::milliseconds(25);
-    for (int attempt = 0; attempt < 6; ++attempt, pause *= 2) {
-      if (attempt > 0) std::this_thread::sleep_for(pause);
+    for (int attempt = 0; attempt < 6; ++attempt) {
+      if (attempt > 0) {
+        std::this_thread::sleep_for(pause);
+        pause *= 2;
+      }
       auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
       reply = q.ok() ? durable::AgentOutputReply::from_json(*q)
                      : Result<durable::AgentOutputReply>(std::move(q).error());
-      if (reply.ok() || !core::is_retryable(reply.error().code())) break;
+      if (reply.ok() || reply.error().code() != core::Code::kResourceExhausted) break;
     }
     return reply;
   };
@@ -507,14 +511,6 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     return core::ok_status();
   };
 
-  // The turn of a session that answers the message with id `message_id`, if there is one yet.
-  auto turn_of = [](const std::vector<durable::ChatTurn>& turns,
-                    const std::string& message_id) -> const durable::ChatTurn* {
-    for (const auto& t : turns)
-      if (t.message_id == message_id) return &t;
-    return nullptr;
-  };
-
   // Waits until a session answers the message `message_id` (POST /chat), just sent: asks the
   // workflow, then again each time the session's EventHub feed (its one upstream, shared with
   // the pages watching it) brings an event that may end a turn (may_end_turn), and at least
@@ -534,17 +530,13 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     while (std::chrono::steady_clock::now() < deadline) {
       if (stopping_.cancelled() || waker->closed())
         return core::unavailable("the server is stopping");
-      auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
-      if (q.ok()) {
-        auto reply = durable::AgentOutputReply::from_json(*q);
-        if (reply.ok())
-          if (const auto* t = turn_of(reply->turns, message_id)) return *t;
-      }
+      if (auto reply = agent_output(id); reply.ok())
+        if (const auto* t = durable::find_turn(reply->turns, message_id)) return *t;
       auto d = client.describe_workflow(id);
       if (d.ok() && d->status != "Running") {
         std::string ignored;
         auto turns = session_turns(id, *d, ignored);
-        if (const auto* t = turn_of(turns, message_id)) return *t;
+        if (const auto* t = durable::find_turn(turns, message_id)) return *t;
         return core::Error(
             core::Code::kFailedPrecondition,
             "the conversation ended (" + resource_status(*d, "") + ") before answering");

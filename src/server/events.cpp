@@ -23,6 +23,8 @@ constexpr auto kDescribeEvery = std::chrono::seconds(2);
 // A watcher's progress query that failed is asked again after these, doubling in between.
 constexpr auto kRetryFirst = std::chrono::milliseconds(25);
 constexpr auto kRetryLast = std::chrono::milliseconds(1000);
+// A closed run's rest is asked this many times (poll) before its remaining events are given up.
+constexpr int kTailTries = 8;
 
 bool is_image(const std::string& path) {
   for (const char* ext : {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"}) {
@@ -217,6 +219,7 @@ struct EventHub::Feed {
   Clock::time_point next_describe{};
   bool watching = false;        // a watcher long-polls the workflow's history
   bool earlier_loaded = false;  // a session's earlier runs are in `runs` (load_earlier_runs)
+  int tail_failures = 0;        // the closed run's rest, asked in vain so far (poll)
 
   Run& current() {
     if (runs.empty()) runs.push_back(Run{});
@@ -520,6 +523,21 @@ bool EventHub::poll(Feed& feed) {
     if (tail.ok()) {
       auto p = durable::ProgressReply::from_json(*tail);
       if (p.ok()) rest = std::move(*p);
+    }
+    if (!rest) {
+      // Behind until the closed run answers (the watcher asks again, backing off); after
+      // kTailTries failures its rest is given up, so the new run is not held up for good.
+      std::lock_guard lock(feed.mu);
+      if (++feed.tail_failures < kTailTries) return false;
+      core::log().warn(
+          "server: events of run {} of {} after #{} are lost: the closed run did not "
+          "answer its progress query ({})",
+          run_id, feed.workflow_id, since,
+          tail.ok() ? "a malformed reply" : tail.error().message());
+    }
+    {
+      std::lock_guard lock(feed.mu);
+      feed.tail_failures = 0;
     }
     auto again = client_.query_workflow(feed.workflow_id, reply->run_id, durable::kProgressQuery,
                                         temporal::Args{Json{{"since", 0}}});

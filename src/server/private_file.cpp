@@ -1,6 +1,7 @@
 #include "private_file.hpp"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,8 +14,10 @@ core::Status write_private_file(const std::string& path, const std::string& text
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A temporary file of its own (mkstemp: mode 0600 from the first byte on), so two writers
+  // never write into one.
+  std::string tmp = path + ".XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
   bool written = fd >= 0 && ::fchmod(fd, 0600) == 0;
   for (size_t off = 0; written && off < text.size();) {
     const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
@@ -24,9 +27,16 @@ core::Status write_private_file(const std::string& path, const std::string& text
       off += static_cast<size_t>(n);
   }
   if (fd >= 0 && ::close(fd) != 0) written = false;
-  if (!written) return core::unavailable("cannot write " + tmp);
+  if (!written) {
+    if (fd >= 0) fs::remove(tmp, ec);
+    return core::unavailable("cannot write " + tmp);
+  }
   fs::rename(tmp, path, ec);
-  if (ec) return core::unavailable("cannot replace " + path + ": " + ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove(tmp, ec);
+    return core::unavailable("cannot replace " + path + ": " + why);
+  }
   return core::ok_status();
 }
 

@@ -9,8 +9,9 @@
 
 namespace codeact::server {
 
-// Replaces `path` with `text`: written to `path`.tmp with mode 0600 from the first byte on, then
-// renamed over it, so a reader sees the old contents or the new, never a part. Creates the
+// Replaces `path` with `text`: written to a temporary file of its own beside it (mode 0600 from
+// the first byte on), then renamed over it, so a reader sees the old contents or the new, never
+// a part, and two writers at once each replace it whole. Creates the
 // parent directories. Unavailable naming the file when it cannot.
 core::Status write_private_file(const std::string& path, const std::string& text);
 

@@ -39,11 +39,16 @@ void SandboxSweeper::load_journal() {
                      j.ok() ? "not a JSON list" : j.error().message());
     return;
   }
+  // A time past the longest delay from now (a clock set back, a file edited) is due then.
+  const int64_t latest =
+      unix_millis(SystemClock::now()) +
+      (after_.empty() ? 0 : std::max_element(after_.begin(), after_.end())->count());
   for (const auto& r : *j) {
     const std::string id = core::json_string(r, "id");
     if (id.empty()) continue;
-    pending_.push_back({SystemClock::time_point(std::chrono::milliseconds(core::json_int(r, "at"))),
-                        id, core::json_bool(r, "volume")});
+    const int64_t at = std::clamp<int64_t>(core::json_int(r, "at"), 0, latest);
+    pending_.push_back(
+        {SystemClock::time_point(std::chrono::milliseconds(at)), id, core::json_bool(r, "volume")});
   }
 }
 
@@ -102,8 +107,7 @@ void SandboxSweeper::loop() {
       continue;
     }
     Removal due = *next;
-    pending_.erase(next);
-    save_journal_locked();
+    // Done, then struck from the journal: a server that dies in between does it again.
     lock.unlock();
     auto s = sandboxes_->remove(due.id, due.volume);
     if (s.ok())
@@ -113,6 +117,13 @@ void SandboxSweeper::loop() {
       core::log().warn("removing deleted sandbox {} again failed: {}", due.id,
                        s.error().to_string());
     lock.lock();
+    auto done = std::find_if(pending_.begin(), pending_.end(), [&](const Removal& r) {
+      return r.at == due.at && r.id == due.id && r.volume == due.volume;
+    });
+    if (done != pending_.end()) {  // not if stop() dropped it meanwhile
+      pending_.erase(done);
+      save_journal_locked();
+    }
   }
 }
 

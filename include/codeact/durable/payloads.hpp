@@ -117,6 +117,10 @@ struct ChatTurn {
   static core::Result<ChatTurn> from_json(const Json& j);
 };
 
+// The turn that answers the message with id `message_id`, if there is one yet (null otherwise,
+// and for an empty id). Points into `turns`.
+const ChatTurn* find_turn(const std::vector<ChatTurn>& turns, const std::string& message_id);
+
 // A message for a chat: the send_user_task signal's argument, a string or {"task": ...,
 // "id"?: ...}. The id is the sender's: the turn that answers the message carries it as
 // message_id, so a sender finds its answer whatever else was sent meanwhile. to_json writes

@@ -62,6 +62,9 @@ inline constexpr const char* kCancelTurn = "cancel_turn";
 inline constexpr const char* kAgentOutputQuery = "agent_output";
 inline constexpr const char* kProgressQuery = "progress";
 inline constexpr const char* kDefaultTaskQueue = "codeact";
+// The patch under which a chat takes a send_user_task message with an "id" (ChatMessage): runs
+// recorded before refused one as an unknown key, and replay so.
+inline constexpr const char* kChatMessageIdPatch = "chat-message-id";
 
 // What the activities run with, on a worker.
 struct WorkerEnv {
@@ -76,9 +79,10 @@ struct WorkerEnv {
   std::shared_ptr<LiveOutput> live_output;
   // Whether workflow `id` has no running run any more (it ended, or was deleted from Temporal);
   // false while it runs and when asking fails. codeact.sandbox_start asks after starting a
-  // sandbox: one whose workflow was terminated or deleted meanwhile (DELETE /v1/sessions/{id}
-  // during the start) is removed at once, volume kept, since no workflow code would ever stop it.
-  // Null = not asked. CodeActWorkerRunner sets it.
+  // sandbox, and after a start that failed part-way: one whose workflow was terminated or deleted
+  // meanwhile (DELETE /v1/sessions/{id} during the start) is removed at once (none there counts
+  // as removed), volume kept, since no workflow code would ever stop it; the activity fails
+  // with FailedPrecondition. Null = not asked. CodeActWorkerRunner sets it.
   std::function<bool(const std::string& id)> workflow_ended;
 };
 

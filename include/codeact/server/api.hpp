@@ -39,7 +39,7 @@ struct ServerConfig {
   // server.sessions_file, else the CLI's <data dir>/server/<sessions_file_name(keys)>.
   std::string sessions_file;
   // Where the removals of deleted sandboxes still due are kept across restarts (SandboxSweeper);
-  // "" = memory only. The CLI's <data dir>/server/sweeps-<task queue>.json.
+  // "" = memory only. The CLI's <data dir>/server/sweeps-<12 hex of sha256(task queue)>.json.
   std::string sweeps_file;
   static core::Result<ServerConfig> from_config(const core::Json& app_config,
                                                 const std::string& env_api_keys);

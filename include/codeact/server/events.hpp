@@ -110,7 +110,8 @@ class EventHub {
   struct Feed;
   void poll_loop();
   // Reads the workflow's new progress events into the feed; when a new run has begun, first the
-  // rest of the run it followed (asked of that closed run). Now and then (and when the query
+  // rest of the run it followed (asked of that closed run: false while it does not answer, a few
+  // times, then that rest is given up and logged). Now and then (and when the query
   // fails) asks whether the workflow closed. False when the feed may be behind: the query failed
   // and the workflow is not known to be closed.
   bool poll(Feed& feed);
