@@ -34,7 +34,9 @@ const std::string kHistories = std::string(CODEACT_SOURCE_DIR) + "/tests/durable
 // The sets of histories, each a directory under kHistories (README.md), oldest first: the first
 // set at the top, recorded at 2393f8d; the later ones in at-<commit>/ (at-e9b51ca: the typed chat
 // payloads; at-63d9977: cancel_turn, the tool results' metadata).
-const std::vector<std::string> kSets = {"", "at-e9b51ca/", "at-63d9977/"};
+const std::vector<std::string> kSets = {"", "at-e9b51ca/", "at-63d9977/", "at-3b66d7a/"};
+// The first set (index into kSets) whose chat sends a message with an id ({"task", "id"}).
+constexpr size_t kFirstSetWithMessageIds = 3;
 
 // The histories, each with a test below, and the first set (index into kSets) that holds it:
 // every later set holds it too. A file in a set's directory that is not here, or one missing
@@ -216,6 +218,9 @@ TEST_P(DurableHistoryReplay, ChatRun1ContinuedAsNewReplays) {
   const std::string carried = RecordedHistory::payloads(h.last());
   EXPECT_NE(carried.find("Double the sum"), std::string::npos);
   EXPECT_NE(carried.find("The sum is 15."), std::string::npos);
+  if (set_index(GetParam()) >= kFirstSetWithMessageIds) {  // the queued message had an id
+    EXPECT_NE(carried.find("\"id\":\"msg-carried\""), std::string::npos) << carried;
+  }
   auto st = replay_with_current_code(f);
   EXPECT_TRUE(st.ok()) << st.error().to_string();
 }
@@ -238,6 +243,10 @@ TEST_P(DurableHistoryReplay, ChatRun2StoppedReplays) {
   EXPECT_EQ(signals[0]["workflowExecutionSignaledEventAttributes"]["signalName"], kStopChat);
   EXPECT_EQ(h.last_type(), "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED");
   EXPECT_NE(RecordedHistory::payloads(h.last()).find("\"reason\":\"stopped\""), std::string::npos);
+  if (set_index(GetParam()) >= kFirstSetWithMessageIds) {  // its turn carries the message's id
+    EXPECT_NE(RecordedHistory::payloads(h.last()).find("\"message_id\":\"msg-carried\""),
+              std::string::npos);
+  }
   auto st = replay_with_current_code(f);
   EXPECT_TRUE(st.ok()) << st.error().to_string();
 }

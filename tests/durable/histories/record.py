@@ -315,7 +315,8 @@ def chat_with_continue_as_new(r, model):
     wait_turns(1)
     send("Add them up.")
     time.sleep(0.5)  # the model answers this message slowly: the next one is queued meanwhile
-    send({"task": "Double the sum and save it to /output/double.txt."})
+    # With an id (since at-3b66d7a/): the queued message is carried with it, and its turn has it.
+    send({"task": "Double the sum and save it to /output/double.txt.", "id": CARRIED_MESSAGE_ID})
     out = wait_turns(3)
     expect([t["output"] for t in out["turns"]] == CHAT_ANSWERS, f"{wid}: answers {out['turns']}")
     r.temporal("workflow", "signal", "--workflow-id", wid, "--name", "stop_chat")
@@ -331,11 +332,16 @@ def chat_with_continue_as_new(r, model):
     expect(last_type(runs[1][1]) == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED", f"{wid}: {last_type(runs[1][1])}")
     carried = readable(runs[1][1][0]["workflowExecutionStartedEventAttributes"]["input"])
     expect("Double the sum" in carried, f"{wid}: the queued message was not carried over")
+    expect(CARRIED_MESSAGE_ID in carried, f"{wid}: the queued message's id was not carried over")
+    result = readable(runs[1][1][-1]["workflowExecutionCompletedEventAttributes"]["result"])
+    expect(f'"message_id":"{CARRIED_MESSAGE_ID}"' in result.replace(" ", ""),
+           f"{wid}: the carried message's turn has no message_id: {result[:400]}")
     expect(r.volume_file(wid, "double.txt") == "30", f"{wid}: double.txt {r.volume_file(wid, 'double.txt')!r}")
     r.export("chat_run1_continued_as_new.json", *runs[0])
     r.export("chat_run2_stopped.json", *runs[1])
 
 
+CARRIED_MESSAGE_ID = "msg-carried"
 CHAT_ANSWERS = ["Stored numbers = [1, 2, 3, 4, 5].", "The sum is 15.", "Saved 30 to /output/double.txt."]
 
 
