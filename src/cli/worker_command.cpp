@@ -161,6 +161,11 @@ int run_chat(const ChatFlags& f) {
       follower.poll();
       auto out = agent_output(client, id);
       const durable::ChatTurn* answer = out ? durable::find_turn(out->turns, message.id) : nullptr;
+      if (const auto* refused = out ? durable::find_rejected(out->rejected, message.id) : nullptr) {
+        std::cout << "── error\nthe chat refused the message: " << refused->error
+                  << " (a worker older than message ids? upgrade it)\n";
+        break;
+      }
       if (answer) {
         follower.poll();
         const durable::ChatTurn& t = *answer;

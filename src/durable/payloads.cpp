@@ -437,6 +437,15 @@ const ChatTurn* find_turn(const std::vector<ChatTurn>& turns, const std::string&
   return nullptr;
 }
 
+const RejectedMessage* find_rejected(const std::vector<RejectedMessage>& rejected,
+                                     const std::string& message_id) {
+  if (message_id.empty()) return nullptr;
+  const std::string quoted = "\"" + message_id + "\"";
+  for (const auto& m : rejected)
+    if (m.sent.find(quoted) != std::string::npos) return &m;
+  return nullptr;
+}
+
 Json ChatTurn::to_json() const {
   Json j{{"task", task}, {"output", output ? Json(*output) : Json(nullptr)}, {"files", files}};
   if (!message_id.empty()) j["message_id"] = message_id;

@@ -530,8 +530,12 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     while (std::chrono::steady_clock::now() < deadline) {
       if (stopping_.cancelled() || waker->closed())
         return core::unavailable("the server is stopping");
-      if (auto reply = agent_output(id); reply.ok())
+      if (auto reply = agent_output(id); reply.ok()) {
         if (const auto* t = durable::find_turn(reply->turns, message_id)) return *t;
+        if (const auto* m = durable::find_rejected(reply->rejected, message_id))
+          return core::invalid_argument("the conversation refused the message: " + m->error +
+                                        " (a worker older than message ids? upgrade it)");
+      }
       auto d = client.describe_workflow(id);
       if (d.ok() && d->status != "Running") {
         std::string ignored;

@@ -129,6 +129,17 @@ TEST(ChatPayloads, TurnsRepliesAndTheResultKeepTheirShapeAndRefuseMalformedValue
   }
   EXPECT_EQ(ChatTurn::from_json(failed)->error, "boom");
   EXPECT_EQ(ChatTurn::from_json(with_id)->message_id, "m-1");
+  std::vector<ChatTurn> turns = {*ChatTurn::from_json(answered), *ChatTurn::from_json(with_id)};
+  ASSERT_NE(find_turn(turns, "m-1"), nullptr);
+  EXPECT_EQ(find_turn(turns, "m-1")->output, "15");
+  EXPECT_EQ(find_turn(turns, ""), nullptr) << "a turn without an id is nobody's";
+  EXPECT_EQ(find_turn(turns, "m-2"), nullptr);
+  // A message an older worker refused: its preview names the id.
+  const Json sent{{"task", "a long message that the preview cuts well before its end"},
+                  {"id", "msg-0123456789abcdef"}};
+  std::vector<RejectedMessage> rejected = {{core::json_preview(sent), "unknown key \"id\""}};
+  ASSERT_NE(find_rejected(rejected, "msg-0123456789abcdef"), nullptr) << rejected[0].sent;
+  EXPECT_EQ(find_rejected(rejected, "msg-0123456789abcde"), nullptr) << "the whole id, quoted";
   EXPECT_FALSE(ChatTurn::from_json(failed)->output.has_value());
   // What used to throw in `codeact chat` (.get<std::string>() of a file) is now an error.
   EXPECT_NE(message_of(ChatTurn::from_json(Json{{"task", "t"}, {"output", "o"}, {"files", {42}}}))

@@ -165,6 +165,12 @@ struct RejectedMessage {
   static core::Result<RejectedMessage> from_json(const Json& j);
 };
 
+// The rejection of the message with id `message_id` (its `sent` names the id: a rejected
+// message's preview starts with its keys in order, "id" first), if it was rejected; null
+// otherwise, and for an empty id. Points into `rejected`.
+const RejectedMessage* find_rejected(const std::vector<RejectedMessage>& rejected,
+                                     const std::string& message_id);
+
 // The reply of the chat's "agent_output" query.
 struct AgentOutputReply {
   std::vector<ChatTurn> turns;
