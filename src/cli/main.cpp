@@ -5,6 +5,7 @@
 
 #include "cli_context.hpp"
 #include "codeact/core/log.hpp"
+#include "codeact/version.hpp"
 #include "crash_report.hpp"
 
 int main(int argc, char** argv) {
@@ -15,7 +16,8 @@ int main(int argc, char** argv) {
       "Temporal workflows"};
   app.name("codeact");
   app.require_subcommand(1);
-  app.set_version_flag("--version", "codeact 0.1.0");
+  app.set_version_flag("--version",
+                       std::string("codeact ") + version() + " (" + build_revision() + ")");
   std::string log_level;
   app.add_option("--log-level", log_level,
                  "trace, debug, info, warn, error (default: $CODEACT_LOG or warn)");

@@ -2,6 +2,7 @@
 protocol (streamed, as the live view asks for) that scripts the model's turns."""
 import json
 import os
+import re
 import subprocess
 import uuid
 
@@ -112,3 +113,20 @@ def test_run_disk_limits_the_sandbox_and_a_full_disk_reaches_the_model(cli, run_
     assert [s["disk"] for s in info if s["id"] == run_id] == ["32m"], info
     p = cli("run", "--no-durable", "--model", model.model_flag, "--disk", "tiny", "x")
     assert p.returncode == 2 and "--disk tiny" in p.err, p.err
+
+
+def test_version_names_the_release_and_the_commit_it_was_built_from(cli):
+    p = subprocess.run([cli.bin, "--version"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    with open(os.path.join(REPO, "CMakeLists.txt")) as f:
+        release = re.search(r"project\(codeact VERSION (\S+)", f.read()).group(1)
+    m = re.fullmatch(r"codeact (\S+) \((\S+)\)\n", p.stdout)
+    assert m, p.stdout
+    assert m.group(1) == release
+    assert release in open(os.path.join(REPO, "CHANGELOG.md")).read(), "the release has its CHANGELOG entry"
+    head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        assert m.group(2) == "unknown"
+    else:
+        assert re.fullmatch(r"[0-9a-f]{12}(-dirty)?", m.group(2)), m.group(2)
+        assert m.group(2).startswith(head.stdout.strip()), f"built from {m.group(2)}, the checkout is at {head.stdout}"
