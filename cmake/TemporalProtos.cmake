@@ -149,6 +149,6 @@ endforeach()
 add_library(codeact_temporal_protos STATIC ${_srcs})
 # Generated code is not ours to warn about.
 target_compile_options(codeact_temporal_protos PRIVATE -w -Wno-error)
-target_include_directories(codeact_temporal_protos SYSTEM PUBLIC "${_gen}")
+target_include_directories(codeact_temporal_protos SYSTEM PUBLIC "$<BUILD_INTERFACE:${_gen}>")
 target_link_libraries(codeact_temporal_protos PUBLIC protobuf::libprotobuf PkgConfig::GRPCPP)
 set_target_properties(codeact_temporal_protos PROPERTIES POSITION_INDEPENDENT_CODE ON)
