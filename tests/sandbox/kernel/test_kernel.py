@@ -689,6 +689,33 @@ def test_install_uses_pip_target_and_is_importable_without_restart(kernel_factor
     assert "hint" in missing  # "No matching distribution": maybe no network
 
 
+def test_install_behind_an_untrusted_certificate_says_so_not_no_network(kernel_factory, base_dir):
+    # A package index whose certificate pip does not trust, as behind a TLS-inspecting proxy.
+    import ssl
+    import subprocess
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    cert, key = os.path.join(base_dir, "cert.pem"), os.path.join(base_dir, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-keyout", key, "-out", cert],
+                   check=True, capture_output=True)
+    server = HTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        index = "https://127.0.0.1:%d/simple" % server.server_address[1]
+        k = kernel_factory(env={"PIP_INDEX_URL": index, "PIP_RETRIES": "0", "PIP_TIMEOUT": "5"})
+        r = k.client().ok("install", packages=["some-package"], timeout=120)
+    finally:
+        server.shutdown()
+    assert r["status"] == "error" and r["installed"] == []
+    assert "TLS certificate is not trusted" in r["hint"], r
+    assert "no network" not in r["hint"]
+
+
 # --------------------------------------------------------------------------- bridge & define
 
 def test_bridge_call_round_trip(kernel, client):

@@ -23,6 +23,11 @@ PACKAGE_RE_SOURCE = (
     r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?"
     r"((===|==|!=|<=|>=|~=|<|>)[A-Za-z0-9.*+!_-]+(,(===|==|!=|<=|>=|~=|<|>)[A-Za-z0-9.*+!_-]+)*)?$")
 NETWORK_HINT = "the sandbox has no network; start it with --network"
+# Checked first: the network is there, but the index's certificate is not trusted (a
+# TLS-inspecting proxy on the way, or a private index with its own CA).
+TLS_HINT = ("the package index's TLS certificate is not trusted (a TLS-inspecting proxy or a "
+            "private CA?); point PIP_CERT at that CA bundle or use a trusted index")
+_TLS_MARKERS = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "SSLCertVerificationError")
 _NETWORK_MARKERS = (
     "Failed to establish a new connection", "Temporary failure in name resolution",
     "Network is unreachable", "Name or service not known", "No address associated",
@@ -291,9 +296,15 @@ class ProcessOps:
                "installed": [re.split(r"[\[=!<>~]", p, 1)[0] for p in packages] if ok else []}
         if res["timed_out"]:
             out["stderr"] += "\n[codeact] pip was killed after %gs\n" % timeout
-        if not ok and any(m in res["stdout"] + res["stderr"] for m in _NETWORK_MARKERS):
-            out["hint"] = NETWORK_HINT
-            out["stderr"] += "\nhint: %s\n" % NETWORK_HINT
+        said = res["stdout"] + res["stderr"]
+        hint = None
+        if not ok and any(m in said for m in _TLS_MARKERS):
+            hint = TLS_HINT
+        elif not ok and any(m in said for m in _NETWORK_MARKERS):
+            hint = NETWORK_HINT
+        if hint:
+            out["hint"] = hint
+            out["stderr"] += "\nhint: %s\n" % hint
         if ok:
             try:
                 import site
