@@ -237,7 +237,10 @@ Status run(const std::string& task, const std::string& model) {
 
   CODEACT_TRY(auto docker, codeact::sandbox::DockerClient::create());
   CODEACT_TRY_STATUS(docker->ping());
-  auto manager = std::make_shared<codeact::sandbox::SandboxManager>(docker);
+  // The `sandbox:` section of app_conf.yml (e.g. `disk: none`) applies, as in `codeact run`.
+  CODEACT_TRY(auto manager_options,
+              codeact::sandbox::manager_options_from_config(builder.config.raw));
+  auto manager = std::make_shared<codeact::sandbox::SandboxManager>(docker, manager_options);
 
   cc::CodeActRunOptions options;
   options.sandbox_id = "data-analysis-" + std::to_string(std::random_device()());

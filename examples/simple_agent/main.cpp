@@ -184,7 +184,9 @@ Status run(const Flags& flags) {
   // Sandboxes are Docker containers with a live Python kernel.
   CODEACT_TRY(auto docker, codeact::sandbox::DockerClient::create());
   CODEACT_TRY_STATUS(docker->ping());  // no Docker: an error saying what to do
-  codeact::sandbox::SandboxManagerOptions manager_options;
+  // The `sandbox:` section of app_conf.yml (e.g. `disk: none`) applies, as in `codeact run`.
+  CODEACT_TRY(auto manager_options,
+              codeact::sandbox::manager_options_from_config(builder.config.raw));
   // The sandbox image is built on first use (a few minutes, once): show its progress.
   manager_options.progress = [](std::string_view line) { std::cerr << "  " << line << "\n"; };
   auto sandboxes = std::make_shared<codeact::sandbox::SandboxManager>(docker, manager_options);

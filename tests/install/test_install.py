@@ -1,7 +1,8 @@
 """codeact as a library others build on: `cmake --install` of this build into a fresh prefix,
-then projects outside the source tree configured against it with find_package(codeact), as a
-user's would be. The consumer fixture (tests/install/consumer/) runs an agent with one host
-function in a real sandbox (Docker) with a scripted FunctionModel; the examples are built."""
+then projects outside the source tree configured against it with find_package(codeact), or
+compiled with `pkg-config --cflags --libs codeact` alone, as a user's would be. The consumer
+fixture (tests/install/consumer/) runs an agent with one host function in a real sandbox (Docker)
+with a scripted FunctionModel; the examples are built."""
 
 import os
 import shutil
@@ -53,8 +54,11 @@ def test_install_lays_out_cli_libraries_headers_and_package(prefix):
         assert (prefix / "lib" / f"libcodeact_{lib}.a").is_file(), lib
     assert (prefix / "include" / "codeact" / "codeact" / "codeact_agent.hpp").is_file()
     assert (prefix / "lib" / "cmake" / "codeact" / "codeactConfig.cmake").is_file()
+    assert (prefix / "share" / "man" / "man1" / "codeact.1.gz").is_file()
+    assert (prefix / "share" / "codeact" / "sandbox-image" / "Dockerfile").is_file()
     # Nothing installed points back into the source or build tree.
-    for cmake_file in (prefix / "lib" / "cmake" / "codeact").glob("*.cmake"):
+    pc = prefix / "lib" / "pkgconfig" / "codeact.pc"
+    for cmake_file in [*(prefix / "lib" / "cmake" / "codeact").glob("*.cmake"), pc]:
         text = cmake_file.read_text()
         assert str(ROOT) not in text and str(BUILD) not in text, cmake_file
 
@@ -66,6 +70,23 @@ def test_consumer_runs_an_agent_with_a_host_function(work, prefix):
                           timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     # 200 * 1.19: the tax rate exists only on the host, so the cell called the host function.
+    assert "gross 238.0" in done.stdout, done.stdout + done.stderr
+
+
+def test_pkg_config_builds_the_consumer_without_cmake(work, prefix):
+    env = dict(os.environ, PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
+    flags = run(["pkg-config", "--cflags", "--libs", "codeact"], env=env).stdout.split()
+    # Relocatable: the flags point into the prefix it was installed to.
+    dirs = {f[:2] + os.path.normpath(f[2:]) for f in flags if f[:2] in ("-I", "-L")}
+    assert f"-I{prefix}/include" in dirs and f"-L{prefix}/lib" in dirs, flags
+    assert run(["pkg-config", "--modversion", "codeact"], env=env).stdout.strip() == "0.1.0"
+    exe = work / "consumer-pc"
+    compiler = ["ccache", "g++"] if shutil.which("ccache") else ["g++"]
+    run([*compiler, "-std=c++20", "-O1", str(ROOT / "tests" / "install" / "consumer" / "main.cpp"),
+         "-o", str(exe), *flags])
+    done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, CODEACT_HOME=str(work / "home-pc")))
+    assert done.returncode == 0, done.stderr
     assert "gross 238.0" in done.stdout, done.stdout + done.stderr
 
 

@@ -69,7 +69,13 @@ int main() {
               << "\n";
     return 1;
   }
-  auto manager = std::make_shared<codeact::sandbox::SandboxManager>(*docker);
+  // The `sandbox:` section of app_conf.yml (e.g. `disk: none`) applies, as in `codeact run`.
+  auto manager_options = codeact::sandbox::manager_options_from_config(builder->config.raw);
+  if (!manager_options.ok()) {
+    std::cerr << "consumer: " << manager_options.error().message() << "\n";
+    return 1;
+  }
+  auto manager = std::make_shared<codeact::sandbox::SandboxManager>(*docker, *manager_options);
   cc::CodeActRunOptions options;
   options.sandbox_id = "consumer-" + std::to_string(::getpid());
   options.remove_volume = true;
