@@ -34,7 +34,7 @@ set(CPACK_DEBIAN_CLI_PACKAGE_RECOMMENDS "docker.io | docker-ce, debootstrap")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME codeact-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "codeact (= ${PROJECT_VERSION}-1), libcurl4-openssl-dev, nlohmann-json3-dev, libyaml-cpp-dev, \
+    "codeact (= ${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE}), libcurl4-openssl-dev, nlohmann-json3-dev, libyaml-cpp-dev, \
 libspdlog-dev, libfmt-dev, libssl-dev, libprotobuf-dev, libgrpc++-dev, libboost-dev, pkg-config")
 set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "cmake")
 

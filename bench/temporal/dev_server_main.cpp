@@ -1,14 +1,16 @@
 // temporal_dev_server: temporal::DevServer (the project's one dev-server launcher) for programs
 // that are not C++, such as the Python benchmarks. Starts an owned dev server on a free
-// 127.0.0.1 port, prints its address on one line once the namespace serves, and kills it when
+// 127.0.0.1 port (or --port P: a restart on the same port and database is the same server to its
+// clients), prints its address on one line once the namespace serves, and kills it when
 // stdin closes or on SIGTERM/SIGINT. Exit status 1 when it could not start (the reason on stderr).
 //
 //   temporal_dev_server [--temporal CLI] [--db FILE (default: a temporary file)] [--log FILE]
-//                       [--log-level warn]
+//                       [--log-level warn] [--port P]
 #include <poll.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--db")) o.db_file = argv[i + 1];
     if (!std::strcmp(argv[i], "--log")) o.log_file = argv[i + 1];
     if (!std::strcmp(argv[i], "--log-level")) o.log_level = argv[i + 1];
+    if (!std::strcmp(argv[i], "--port")) o.port = std::atoi(argv[i + 1]);
   }
   std::string tmp;
   if (o.db_file.empty()) {

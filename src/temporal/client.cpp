@@ -297,6 +297,7 @@ Outcome<Json> Client::get_result(const std::string& workflow_id, const std::stri
                                       : std::chrono::steady_clock::time_point::max();
   std::string run = run_id;
   std::string page_token;
+  std::chrono::milliseconds unavailable_wait{0};
   for (;;) {
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline)
@@ -316,8 +317,18 @@ Outcome<Json> Client::get_result(const std::string& workflow_id, const std::stri
                             "result of workflow " + workflow_id, call_timeout);
     if (!resp.ok()) {
       if (resp.error().code() == core::Code::kDeadlineExceeded) continue;  // long poll expired
+      if (resp.error().code() == core::Code::kUnavailable) {
+        // The server is down or restarting: the workflow is not lost, wait for it (said once
+        // per outage).
+        conn_->report_unreachable(resp.error());
+        unavailable_wait = internal::next_retry_wait(unavailable_wait);
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+            unavailable_wait, deadline - std::chrono::steady_clock::now()));
+        continue;
+      }
       return Failure::rpc(resp.error());
     }
+    unavailable_wait = std::chrono::milliseconds(0);
     if (resp->history().events_size() == 0) {
       page_token = resp->next_page_token();
       continue;

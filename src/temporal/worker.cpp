@@ -81,10 +81,19 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
     polls.erase(ctx);
     cv.notify_all();
   }
-  void backoff() {
+  // After a failed poll: waits (until shutdown) longer each time in a row, from 200 ms to 5 s.
+  // An unreachable server is said once per outage by the connection, not at each poll.
+  void backoff(const core::Error& error, std::chrono::milliseconds& wait) {
+    if (error.code() == core::Code::kUnavailable) {
+      conn->report_unreachable(error);
+    } else {
+      core::log().warn("temporal worker: {}", error.to_string());
+    }
+    wait = internal::next_retry_wait(wait);
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, std::chrono::seconds(1), [&] { return stopping.load(); });
+    cv.wait_for(lock, wait, [&] { return stopping.load(); });
   }
+  bool is_stopping() const { return stopping.load(); }
 
   void workflow_poller(bool sticky);
   // Runs an activity task on its own thread. REQUIRES: the caller holds one activity slot,
@@ -109,9 +118,15 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
 
 namespace {
 constexpr std::chrono::milliseconds kPollTimeout{std::chrono::seconds(70)};
-}
+// How long a finished task's answer waits for an unreachable server: a workflow task's answer
+// is worthless past its task timeout (10 s by default); an activity's result is worth keeping
+// longer (otherwise the activity is run again, after its heartbeat or start-to-close timeout).
+constexpr std::chrono::milliseconds kRespondPatience{std::chrono::seconds(10)};
+constexpr std::chrono::milliseconds kActivityResultPatience{std::chrono::minutes(2)};
+}  // namespace
 
 void Worker::Impl::workflow_poller(bool sticky) {
+  std::chrono::milliseconds wait{0};
   while (!stopping) {
     grpc::ClientContext ctx;
     if (!begin_poll(&ctx)) break;
@@ -134,10 +149,10 @@ void Worker::Impl::workflow_poller(bool sticky) {
     if (!r.ok()) {
       if (stopping) break;
       if (r.error().code() == core::Code::kDeadlineExceeded) continue;
-      core::log().warn("temporal worker: {}", r.error().to_string());
-      backoff();
+      backoff(r.error(), wait);
       continue;
     }
+    wait = std::chrono::milliseconds(0);
     if (r->task_token().empty()) continue;
     process_workflow_task(*r);
   }
@@ -326,8 +341,11 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
     ++reserved;
   }
   stats.processing_time = std::chrono::steady_clock::now() - task_begin;
-  auto r = conn->call(&WorkflowService::Stub::RespondWorkflowTaskCompleted, req,
-                      "complete workflow task of " + wid);
+  // Through a short outage: past the workflow task's timeout the server hands the task out
+  // again anyway.
+  auto r = conn->call_retrying(&WorkflowService::Stub::RespondWorkflowTaskCompleted, req,
+                               "complete workflow task of " + wid, kRespondPatience,
+                               [this] { return is_stopping(); });
   if (r.ok() && options.on_workflow_task) options.on_workflow_task(stats);
   if (!r.ok()) {
     release_activity_slots(reserved);
@@ -346,6 +364,7 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
 }
 
 void Worker::Impl::activity_poller() {
+  std::chrono::milliseconds wait{0};
   while (!stopping) {
     {
       std::unique_lock<std::mutex> lock(mu);
@@ -375,12 +394,11 @@ void Worker::Impl::activity_poller() {
     end_poll(&ctx);
     if (!r.ok() || r->task_token().empty()) {
       release();
-      if (!r.ok() && !stopping && r.error().code() != core::Code::kDeadlineExceeded) {
-        core::log().warn("temporal worker: {}", r.error().to_string());
-        backoff();
-      }
+      if (!r.ok() && !stopping && r.error().code() != core::Code::kDeadlineExceeded)
+        backoff(r.error(), wait);
       continue;
     }
+    wait = std::chrono::milliseconds(0);
     launch_activity(std::move(r).value());
   }
 }
@@ -462,15 +480,18 @@ void Worker::Impl::run_activity(const internal::wsv1::PollActivityTaskQueueRespo
     req.set_task_token(task.task_token());
     req.set_identity(identity);
     internal::encode_payloads(Args{*result}, req.mutable_result());
-    auto r =
-        conn->call(&WorkflowService::Stub::RespondActivityTaskCompleted, req, "complete " + what);
+    auto r = conn->call_retrying(&WorkflowService::Stub::RespondActivityTaskCompleted, req,
+                                 "complete " + what, kActivityResultPatience,
+                                 [this] { return is_stopping(); });
     if (!r.ok()) st = r.error();
   } else if (cancelled) {
     internal::wsv1::RespondActivityTaskCanceledRequest req;
     req.set_namespace_(conn->ns());
     req.set_task_token(task.task_token());
     req.set_identity(identity);
-    auto r = conn->call(&WorkflowService::Stub::RespondActivityTaskCanceled, req, "cancel " + what);
+    auto r = conn->call_retrying(&WorkflowService::Stub::RespondActivityTaskCanceled, req,
+                                 "cancel " + what, kActivityResultPatience,
+                                 [this] { return is_stopping(); });
     if (!r.ok()) st = r.error();
   } else {
     internal::wsv1::RespondActivityTaskFailedRequest req;
@@ -480,7 +501,9 @@ void Worker::Impl::run_activity(const internal::wsv1::PollActivityTaskQueueRespo
     internal::encode_failure(*failure, req.mutable_failure());
     if (auto d = ctx->last_details(); d && !d->empty())
       internal::encode_payloads(*d, req.mutable_last_heartbeat_details());
-    auto r = conn->call(&WorkflowService::Stub::RespondActivityTaskFailed, req, "fail " + what);
+    auto r =
+        conn->call_retrying(&WorkflowService::Stub::RespondActivityTaskFailed, req, "fail " + what,
+                            kActivityResultPatience, [this] { return is_stopping(); });
     if (!r.ok()) st = r.error();
   }
   if (!st.ok()) core::log().warn("temporal worker: {}", st.error().to_string());

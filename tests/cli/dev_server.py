@@ -46,13 +46,16 @@ class DevServer:
         self.proc = None
         self.log_path = os.path.join(self.workdir, "temporal.log")
 
-    def start(self):
+    def start(self, port=None):
+        """`port`: that port (a restart after stop() on the same port and database is the same
+        server to its clients); None = a free one."""
         if not os.access(self.program, os.X_OK):
             raise RuntimeError(f"{self.program} is missing: build the project (scripts/setup.sh)")
-        self.proc = subprocess.Popen(
-            [self.program, "--temporal", self.binary, "--db", os.path.join(self.workdir, "temporal.db"),
-             "--log", self.log_path, "--log-level", self.log_level],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        argv = [self.program, "--temporal", self.binary, "--db", os.path.join(self.workdir, "temporal.db"),
+                "--log", self.log_path, "--log-level", self.log_level]
+        if port:
+            argv += ["--port", str(port)]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.address = self.proc.stdout.readline().strip()
         if not self.address:
             status = self.proc.wait()

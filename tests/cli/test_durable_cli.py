@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from dev_server import DevServer
 from scripted_model import ScriptedModel, python_turn
 from worker_process import FAST_DURABLE, WorkerProcess
 
@@ -175,6 +176,54 @@ def test_worker_killed_during_a_model_call_a_cell_and_between_steps(cli, tempora
     assert "result: 'second'" in json.dumps(model.requests[-1]["messages"])
     p, cell = cli.json("sandbox", "exec", wid, "--json", "counter", check=0)
     assert cell["result"] == "3"
+
+
+# How long the Temporal server stays away in the outage test (the issue's figure; more by hand).
+OUTAGE_SECONDS = float(os.environ.get("CODEACT_TEST_OUTAGE_SECONDS", "30"))
+
+
+def test_run_survives_the_temporal_server_going_away_mid_cell(cli, tmp_path, wid, config):
+    # A server of this test's own: it is killed during step 2's cell and started again, on the
+    # same port and database, OUTAGE_SECONDS later.
+    (tmp_path / "temporal").mkdir()
+    server = DevServer(tmp_path / "temporal")
+    address = server.start()
+    port = int(address.rsplit(":", 1)[1])
+    turns = [
+        python_turn("call_1", COUNT + "'first'"),
+        python_turn("call_2", "open('/output/cell2.started', 'w').write('x')\nimport time\ntime.sleep(6)\n"
+                    + COUNT + "'second'"),
+        python_turn("call_3", COUNT + "'third'"),
+        {"content": "All three cells ran."},
+    ]
+    model = ScriptedModel(turns)
+    result = {}
+
+    def run():
+        result["p"], result["j"] = run_durable(cli, address, wid, model, config, "Count three cells.",
+                                               check=None, timeout=600)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and volume_file(wid, "cell2.started") is None:
+            time.sleep(0.05)
+        server.stop()  # the worker in `codeact run` finishes the cell while the server is away
+        time.sleep(OUTAGE_SECONDS)
+        server.start(port=port)
+        runner.join(timeout=400)
+    finally:
+        model.close()
+        server.stop()
+    assert not runner.is_alive(), "the run did not finish"
+    p, j = result["p"], result["j"]
+    assert p.returncode == 0, p.err
+    assert j["output"] == "All three cells ran."
+    assert volume_file(wid, "cells.log") == "cell 1\ncell 2\ncell 3\n"
+    # Said once each, however many polls, heartbeats and waits failed in between.
+    assert p.err.count("does not answer") == 1, p.err
+    assert p.err.count("answers again") == 1, p.err
 
 
 def test_sandbox_container_killed_mid_run_is_restored_and_the_run_completes(cli, temporal_server, wid, config):

@@ -178,7 +178,9 @@ class Client {
   // Waits for the run to close and returns its result (the first payload; null if none).
   // A failed, cancelled, terminated or timed-out run gives the Failure (kApplication/kCanceled/
   // kTerminated/kTimeout) with the server's message; continue-as-new is followed when
-  // `follow_runs`. A transport error gives a Failure of kind kRpc. `timeout` 0 = no limit.
+  // `follow_runs`. While the server is unreachable (Unavailable: down, restarting) it keeps
+  // waiting, with backoff, within `timeout`; another transport error gives a Failure of kind
+  // kRpc. `timeout` 0 = no limit.
   Outcome<Json> get_result(const std::string& workflow_id, const std::string& run_id = "",
                            std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
                            bool follow_runs = true);
