@@ -89,14 +89,18 @@ def rootfs_image():
     return tags[0]
 
 
-# Run inside the container; each "== name" starts a section the test reads.
-INSTALL_AND_USE = r"""
+# The start of each script run in the container: bookworm's usual apt sources, their lists.
+APT_READY = r"""
 set -eu
 printf '%s\n' 'deb http://deb.debian.org/debian bookworm main' \
   'deb http://deb.debian.org/debian bookworm-updates main' \
   'deb http://deb.debian.org/debian-security bookworm-security main' > /etc/apt/sources.list
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null
+"""
+
+# Run inside the container; each "== name" starts a section the test reads.
+INSTALL_AND_USE = APT_READY + r"""
 apt-get install -y -q --no-install-recommends /deb/codeact_*.deb >/dev/null
 echo "== version"; codeact --version
 echo "== man"; test -s /usr/share/man/man1/codeact.1.gz && echo man page installed
@@ -143,13 +147,7 @@ def test_package_installs_and_runs_sandboxes_in_a_clean_bookworm(debs, tmp_path_
 
 # The dev package in a clean bookworm: its Depends bring what the libraries need; the consumer
 # fixture (tests/install/consumer/) is built with pkg-config and with find_package, and run.
-BUILD_WITH_DEV = r"""
-set -eu
-printf '%s\n' 'deb http://deb.debian.org/debian bookworm main' \
-  'deb http://deb.debian.org/debian bookworm-updates main' \
-  'deb http://deb.debian.org/debian-security bookworm-security main' > /etc/apt/sources.list
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q >/dev/null
+BUILD_WITH_DEV = APT_READY + r"""
 apt-get install -y -q --no-install-recommends /deb/codeact_*.deb /deb/codeact-dev_*.deb g++ cmake \
   make >/dev/null
 # No loop devices in this container: sandboxes without a size-limited disk.
