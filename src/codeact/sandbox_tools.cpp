@@ -163,8 +163,8 @@ struct WriteFileArgs {
 };
 constexpr const char* kWriteFile = "Write a text file in the sandbox, under /output.";
 
-ToolResult write_file(const Bound& b, const WriteFileArgs& a, const RunContext&) {
-  auto s = b.sandbox().write_file(b.id(), a.path, a.content);
+ToolResult write_file(const Bound& b, const WriteFileArgs& a, const RunContext& ctx) {
+  auto s = b.sandbox().write_file(b.id(), a.path, a.content, SandboxTools::execution_id(ctx));
   if (!s.ok()) return tool_result_from_error(s.error());
   return returns(Json{{"path", a.path}, {"size", a.content.size()}},
                  fmt::format("wrote {} bytes to {}", a.content.size(), a.path));
@@ -245,8 +245,8 @@ constexpr const char* kClearPythonState =
     "Delete every variable, function and import from the sandbox's kernel and its saved state "
     "(files are kept).";
 
-ToolResult clear_python_state(const Bound& b, const NoArgs&, const RunContext&) {
-  auto r = b.sandbox().clear(b.id());
+ToolResult clear_python_state(const Bound& b, const NoArgs&, const RunContext& ctx) {
+  auto r = b.sandbox().clear(b.id(), SandboxTools::execution_id(ctx));
   if (!r.ok()) return tool_result_from_error(r.error());
   std::vector<std::string> names;
   for (const auto& n : r->value("cleared", Json::array())) {
@@ -279,7 +279,8 @@ constexpr const char* kInstallAdditionalPackages =
     "Install Python packages (pip) and/or Debian system packages into the sandbox. Needs the "
     "sandbox to have network access.";
 
-ToolResult install_additional_packages(const Bound& b, const InstallArgs& a, const RunContext&) {
+ToolResult install_additional_packages(const Bound& b, const InstallArgs& a,
+                                       const RunContext& ctx) {
   if (a.python_packages.empty() && a.system_packages.empty())
     return ToolOutcome{ModelRetry{"give python_packages and/or system_packages"}};
   std::string text;
@@ -287,7 +288,7 @@ ToolResult install_additional_packages(const Bound& b, const InstallArgs& a, con
   for (bool system : {false, true}) {
     const auto& packages = system ? a.system_packages : a.python_packages;
     if (packages.empty()) continue;
-    auto r = b.sandbox().install(b.id(), packages, system);
+    auto r = b.sandbox().install(b.id(), packages, system, SandboxTools::execution_id(ctx));
     if (!r.ok()) return tool_result_from_error(r.error());
     for (const auto& p : r->installed) installed.push_back(p);
     text += fmt::format("{} packages installed: {}\n", system ? "system" : "Python",

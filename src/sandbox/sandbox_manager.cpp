@@ -176,12 +176,13 @@ class SandboxManager::Impl {
                           const std::string& execution_id);
   Result<Json> variables(const std::string& id);
   Result<Json> variable(const std::string& id, const std::string& name);
-  Result<Json> clear(const std::string& id);
+  Result<Json> clear(const std::string& id, const std::string& execution_id);
   Result<std::vector<FileEntry>> list_files(const std::string& id, const std::string& path);
   Result<std::string> read_file(const std::string& id, const std::string& path);
-  Status write_file(const std::string& id, const std::string& path, std::string_view data);
+  Status write_file(const std::string& id, const std::string& path, std::string_view data,
+                    const std::string& execution_id);
   Result<InstallResult> install(const std::string& id, const std::vector<std::string>& packages,
-                                bool system);
+                                bool system, const std::string& execution_id);
   Status register_functions(const std::string& id, const Json& functions);
   Status define(const std::string& id, const std::string& source);
   Result<Json> kernel_call(const std::string& id, const std::string& op, Json fields,
@@ -1101,16 +1102,22 @@ std::string SandboxManager::Impl::disk_hint(const std::string& id) {
       disk);
 }
 
+// The request fields of an op that runs once per execution id (the kernel's cells.py, run_once.py).
+static Json with_execution_id(Json fields, const std::string& execution_id) {
+  if (!execution_id.empty()) fields["execution_id"] = execution_id;
+  return fields;
+}
+
 Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
                                                     const ExecuteRequest& req) {
   CODEACT_TRY_STATUS(validate_id(id));
   std::string notice;
-  Json fields{{"code", req.code},
-              {"timeout", req.timeout_seconds},
-              {"persist", req.persist},
-              {"max_output_bytes", req.max_output_bytes},
-              {"stream", static_cast<bool>(req.on_output)}};
-  if (!req.execution_id.empty()) fields["execution_id"] = req.execution_id;
+  Json fields = with_execution_id(Json{{"code", req.code},
+                                       {"timeout", req.timeout_seconds},
+                                       {"persist", req.persist},
+                                       {"max_output_bytes", req.max_output_bytes},
+                                       {"stream", static_cast<bool>(req.on_output)}},
+                                  req.execution_id);
   if (req.variables.is_object() && !req.variables.empty()) fields["variables"] = req.variables;
   // Capped at 1e9 s (~31 years) so the casts below and twice the budget stay defined.
   const auto cell_budget = req.timeout_seconds > 0
@@ -1302,9 +1309,11 @@ Result<BashResult> SandboxManager::Impl::bash(const std::string& id, const std::
                      ? std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)) +
                            options_.kill_grace
                      : std::chrono::milliseconds(0);
-  Json fields{{"script", script}, {"timeout", timeout_seconds}};
-  if (!execution_id.empty()) fields["execution_id"] = execution_id;
-  CODEACT_TRY(Json r, call_with_recovery(id, "bash", fields, timeout, nullptr));
+  CODEACT_TRY(Json r, call_with_recovery(
+                          id, "bash",
+                          with_execution_id(Json{{"script", script}, {"timeout", timeout_seconds}},
+                                            execution_id),
+                          timeout, nullptr));
   BashResult b;
   b.exit_code = core::json_int(r, "exit_code");
   b.stdout_text = core::json_string(r, "stdout");
@@ -1325,8 +1334,9 @@ Result<Json> SandboxManager::Impl::variable(const std::string& id, const std::st
   return call_with_recovery(id, "get", Json{{"name", name}}, 60s, nullptr);
 }
 
-Result<Json> SandboxManager::Impl::clear(const std::string& id) {
-  return call_with_recovery(id, "clear", Json::object(), 60s, nullptr);
+Result<Json> SandboxManager::Impl::clear(const std::string& id, const std::string& execution_id) {
+  return call_with_recovery(id, "clear", with_execution_id(Json::object(), execution_id), 60s,
+                            nullptr);
 }
 
 Result<std::vector<FileEntry>> SandboxManager::Impl::list_files(const std::string& id,
@@ -1349,10 +1359,12 @@ Result<std::string> SandboxManager::Impl::read_file(const std::string& id,
 }
 
 Status SandboxManager::Impl::write_file(const std::string& id, const std::string& path,
-                                        std::string_view data) {
-  auto r = call_with_recovery(id, "files.write",
-                              Json{{"path", path}, {"data_b64", core::base64_encode(data)}}, 120s,
-                              nullptr);
+                                        std::string_view data, const std::string& execution_id) {
+  auto r = call_with_recovery(
+      id, "files.write",
+      with_execution_id(Json{{"path", path}, {"data_b64", core::base64_encode(data)}},
+                        execution_id),
+      120s, nullptr);
   if (!r.ok() && mentions_full_disk(r.error().message())) {
     return core::Error(core::Code::kResourceExhausted, r.error().message() + disk_hint(id));
   }
@@ -1362,7 +1374,7 @@ Status SandboxManager::Impl::write_file(const std::string& id, const std::string
 
 Result<InstallResult> SandboxManager::Impl::install(const std::string& id,
                                                     const std::vector<std::string>& packages,
-                                                    bool system) {
+                                                    bool system, const std::string& execution_id) {
   if (packages.empty()) return core::invalid_argument("no packages given to install");
   InstallResult out;
   if (system) {
@@ -1394,8 +1406,10 @@ Result<InstallResult> SandboxManager::Impl::install(const std::string& id,
   CODEACT_TRY(SandboxInfo current, info(id));
   if (!current.network) return no_network_error(id, packages);
   CODEACT_TRY(Json r,
-              call_with_recovery(id, "install", Json{{"packages", packages}, {"timeout", 600}},
-                                 std::chrono::minutes(11), nullptr));
+              call_with_recovery(
+                  id, "install",
+                  with_execution_id(Json{{"packages", packages}, {"timeout", 600}}, execution_id),
+                  std::chrono::minutes(11), nullptr));
   out.ok = core::json_string(r, "status") == "ok";
   out.installed = string_list(r.value("installed", Json::array()));
   out.output = core::json_string(r, "stdout") + core::json_string(r, "stderr");
@@ -1474,7 +1488,9 @@ Result<Json> SandboxManager::variables(const std::string& id) { return impl_->va
 Result<Json> SandboxManager::variable(const std::string& id, const std::string& name) {
   return impl_->variable(id, name);
 }
-Result<Json> SandboxManager::clear(const std::string& id) { return impl_->clear(id); }
+Result<Json> SandboxManager::clear(const std::string& id, const std::string& execution_id) {
+  return impl_->clear(id, execution_id);
+}
 Result<std::vector<FileEntry>> SandboxManager::list_files(const std::string& id,
                                                           const std::string& path) {
   return impl_->list_files(id, path);
@@ -1483,13 +1499,13 @@ Result<std::string> SandboxManager::read_file(const std::string& id, const std::
   return impl_->read_file(id, path);
 }
 Status SandboxManager::write_file(const std::string& id, const std::string& path,
-                                  std::string_view data) {
-  return impl_->write_file(id, path, data);
+                                  std::string_view data, const std::string& execution_id) {
+  return impl_->write_file(id, path, data, execution_id);
 }
 Result<InstallResult> SandboxManager::install(const std::string& id,
-                                              const std::vector<std::string>& packages,
-                                              bool system) {
-  return impl_->install(id, packages, system);
+                                              const std::vector<std::string>& packages, bool system,
+                                              const std::string& execution_id) {
+  return impl_->install(id, packages, system, execution_id);
 }
 Status SandboxManager::register_functions(const std::string& id, const Json& functions) {
   return impl_->register_functions(id, functions);

@@ -257,6 +257,8 @@ TEST_F(SandboxToolsUnit, BashRunsOnceWithTheCallsExecutionIdAndCutsItsOutput) {
 TEST_F(SandboxToolsUnit, FilesAreWrittenListedAndReadTextOrBinary) {
   EXPECT_EQ(text_of(call("write_file", {{"path", "notes/a.txt"}, {"content", "hello"}}, "f1")),
             "wrote 5 bytes to notes/a.txt");
+  EXPECT_EQ(backend_->calls_of("write_file").back().args["execution_id"], "run-7/1/f1")
+      << "a retried write must not overwrite what came after it";
   EXPECT_EQ(text_of(call("read_file", {{"path", "/output/notes/a.txt"}}, "f2")), "hello");
   EXPECT_EQ(text_of(call("list_files", Json::object(), "f3")), "/output/notes/a.txt (5 bytes)\n");
   EXPECT_EQ(content_of(call("list_files", Json::object(), "f3"))["files"],
@@ -301,6 +303,8 @@ TEST_F(SandboxToolsUnit, VariablesAreListedReadAndCleared) {
       text_of(call("read_state_variable", {{"variable_name", "nope"}}, "v3")).rfind("retry: ", 0),
       0u);
   EXPECT_EQ(text_of(call("clear_python_state", Json::object(), "v4")), "cleared 2 names: df, sock");
+  EXPECT_EQ(backend_->calls_of("clear").back().args["execution_id"], "run-7/1/v4")
+      << "a retried clear must not clear what came after it";
   EXPECT_EQ(text_of(call("clear_python_state", Json::object(), "v5")),
             "the state was already empty");
 }
@@ -319,6 +323,7 @@ TEST_F(SandboxToolsUnit, PackagesNeedNamesAndNetwork) {
   EXPECT_EQ(text_of(both),
             "Python packages installed: rich, requests==2.32.3\nsystem packages installed: jq\n");
   EXPECT_EQ(content_of(both)["installed"], Json::array({"rich", "requests==2.32.3", "jq"}));
+  EXPECT_EQ(backend_->calls_of("install").back().args["execution_id"], "run-7/1/p3");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -112,6 +112,26 @@ TEST_F(SandboxManagerTest, ARepeatedExecutionIdDoesNotRunTwice) {
   EXPECT_EQ(run("print(counter)").stdout_text, "1\n");
 }
 
+TEST_F(SandboxManagerTest, AWriteAndAClearWithAnExecutionIdRunOnceAcrossAKill) {
+  start();
+  ASSERT_TRUE(manager_->write_file(id_, "note.txt", "first", "w-1").ok());
+  run("open('/output/note.txt', 'w').write('edited by a later cell')\nkept = 1");
+  ASSERT_TRUE(docker_->kill_container(SandboxManager::container_name(id_)).ok());
+  // The retry of the write (its worker died before it saw the answer) writes nothing.
+  ASSERT_TRUE(manager_->write_file(id_, "note.txt", "first", "w-1").ok());
+  auto text = manager_->read_file(id_, "note.txt");
+  ASSERT_TRUE(text.ok()) << text.error().to_string();
+  EXPECT_EQ(*text, "edited by a later cell");
+  auto cleared = manager_->clear(id_, "c-1");
+  ASSERT_TRUE(cleared.ok()) << cleared.error().to_string();
+  EXPECT_EQ(cleared->value("cleared", Json::array()), Json::array({"kept"}));
+  run("again = 2");
+  auto retried = manager_->clear(id_, "c-1");
+  ASSERT_TRUE(retried.ok()) << retried.error().to_string();
+  EXPECT_TRUE(core::json_bool(*retried, "replayed"));
+  EXPECT_EQ(run("print(again)").stdout_text, "2\n");
+}
+
 TEST_F(SandboxManagerTest, ACellPastItsTimeoutIsInterruptedAndStateKept) {
   start();
   auto r = run("before = 'kept'\nimport time\ntime.sleep(60)", "", 1.0);

@@ -260,9 +260,9 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
                 {"repr", it->second.repr},
                 {"value", it->second.value}};
   }
-  Result<Json> clear(const std::string& id) override {
+  Result<Json> clear(const std::string& id, const std::string& execution_id = "") override {
     std::lock_guard lock(mu_);
-    record("clear", id, Json::object());
+    record("clear", id, Json{{"execution_id", execution_id}});
     CODEACT_TRY_STATUS(injected("clear", id));
     CODEACT_TRY(Sandbox * s, running(id));
     Json names = Json::array();
@@ -295,10 +295,11 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
     if (it == s->files.end()) return core::not_found(fmt::format("no file {} in the sandbox", p));
     return it->second.first;
   }
-  core::Status write_file(const std::string& id, const std::string& path,
-                          std::string_view data) override {
+  core::Status write_file(const std::string& id, const std::string& path, std::string_view data,
+                          const std::string& execution_id = "") override {
     std::lock_guard lock(mu_);
-    record("write_file", id, Json{{"path", path}, {"size", data.size()}});
+    record("write_file", id,
+           Json{{"path", path}, {"size", data.size()}, {"execution_id", execution_id}});
     CODEACT_TRY_STATUS(injected("write_file", id));
     CODEACT_TRY(Sandbox * s, running(id));
     CODEACT_TRY(std::string p, resolve(path));
@@ -307,9 +308,11 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
   }
   Result<sandbox::InstallResult> install(const std::string& id,
                                          const std::vector<std::string>& packages,
-                                         bool system = false) override {
+                                         bool system = false,
+                                         const std::string& execution_id = "") override {
     std::lock_guard lock(mu_);
-    record("install", id, Json{{"packages", packages}, {"system", system}});
+    record("install", id,
+           Json{{"packages", packages}, {"system", system}, {"execution_id", execution_id}});
     CODEACT_TRY_STATUS(injected("install", id));
     CODEACT_TRY(Sandbox * s, running(id));
     if (!system && !s->options.network)

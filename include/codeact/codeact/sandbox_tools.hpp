@@ -20,9 +20,12 @@
 // piece as the kernel sends it (cut past the backend's stream cap); the result then has it all,
 // cut to max_output_bytes. execute_bash does not stream: the backend returns a script's output
 // when it ends (SandboxBackend::bash).
-// Every execute_python and execute_bash call carries execution id `execution_id(ctx)`, derived
-// from the run id, run step and tool_call_id: a retried call (a durable activity retry, a replayed
-// step) returns the recorded result instead of running the cell or script again.
+// Every call that changes the sandbox (execute_python, execute_bash, write_file,
+// install_additional_packages' Python packages, clear_python_state) carries execution id
+// `execution_id(ctx)`, derived from the run id, run step and tool_call_id: a retried call (a
+// durable activity retry, a replayed step) returns the recorded result instead of running the
+// cell, script, write, install or clear again. Calls from a re-run cell to host functions and
+// MCP tools are not made again either (the kernel's call journal; docs/durable.md).
 //
 // Durable mode: the workflow's copy of this toolset (same id, same tools) turns each call into a
 // codeact.tool_call activity; the worker binds the agent again (codeact/agent_binding.hpp) and

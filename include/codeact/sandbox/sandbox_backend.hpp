@@ -50,18 +50,24 @@ class SandboxBackend {
   virtual core::Result<Json> variables(const std::string& id) = 0;
   // {name, value_type, repr, value}; NotFound when there is no such variable.
   virtual core::Result<Json> variable(const std::string& id, const std::string& name) = 0;
-  // {cleared: [names]}
-  virtual core::Result<Json> clear(const std::string& id) = 0;
+  // {cleared: [names]}. With an `execution_id` it clears once: the same id again returns the
+  // recorded answer (replayed: true) and clears nothing.
+  virtual core::Result<Json> clear(const std::string& id, const std::string& execution_id = "") = 0;
   // Regular files under `path` ("" = /output), recursively, sorted by path.
   virtual core::Result<std::vector<FileEntry>> list_files(const std::string& id,
                                                           const std::string& path = "") = 0;
   virtual core::Result<std::string> read_file(const std::string& id, const std::string& path) = 0;
+  // With an `execution_id` the file is written once: the same id again writes nothing (a
+  // retry never overwrites what came after the first write).
   virtual core::Status write_file(const std::string& id, const std::string& path,
-                                  std::string_view data) = 0;
-  // Python packages (need network) or, with `system`, Debian packages.
+                                  std::string_view data, const std::string& execution_id = "") = 0;
+  // Python packages (need network) or, with `system`, Debian packages. With an `execution_id`
+  // a Python install runs once (the same id again returns the recorded result, pip is not run);
+  // a system install is idempotent by itself (packages the image has are not added again).
   virtual core::Result<InstallResult> install(const std::string& id,
                                               const std::vector<std::string>& packages,
-                                              bool system = false) = 0;
+                                              bool system = false,
+                                              const std::string& execution_id = "") = 0;
   // Registers host functions callable from cells (over the bridge): [{name, signature, doc}].
   virtual core::Status register_functions(const std::string& id, const Json& functions) = 0;
   // Executes Python source whose names become sandbox-provided (custom functions): not listed

@@ -100,17 +100,17 @@ class SandboxManager final : public SandboxBackend {
                                 const std::string& execution_id = "") override;
   core::Result<Json> variables(const std::string& id) override;
   core::Result<Json> variable(const std::string& id, const std::string& name) override;
-  core::Result<Json> clear(const std::string& id) override;
+  core::Result<Json> clear(const std::string& id, const std::string& execution_id = "") override;
   core::Result<std::vector<FileEntry>> list_files(const std::string& id,
                                                   const std::string& path = "") override;
   core::Result<std::string> read_file(const std::string& id, const std::string& path) override;
-  core::Status write_file(const std::string& id, const std::string& path,
-                          std::string_view data) override;
+  core::Status write_file(const std::string& id, const std::string& path, std::string_view data,
+                          const std::string& execution_id = "") override;
   // Python packages go to the sandbox's volume (need network); system packages rebuild the
   // sandbox's image with them and recreate its container (state is kept on the volume).
   core::Result<InstallResult> install(const std::string& id,
-                                      const std::vector<std::string>& packages,
-                                      bool system = false) override;
+                                      const std::vector<std::string>& packages, bool system = false,
+                                      const std::string& execution_id = "") override;
   core::Status register_functions(const std::string& id, const Json& functions) override;
   core::Status define(const std::string& id, const std::string& source) override;
 

@@ -4,6 +4,7 @@ its files on disk, kill -9 and restart."""
 import base64
 import json
 import os
+import signal
 import stat
 import threading
 import time
@@ -551,12 +552,32 @@ def test_files_created_or_modified_by_a_cell_are_listed(kernel, client):
 
 # --------------------------------------------------------------------------- files
 
+def test_files_write_and_clear_with_an_execution_id_run_once(kernel, client):
+    w = client.ok("files.write", path="note.txt", data_b64="djE=", execution_id="w-1")
+    assert w["replayed"] is False
+    client.run("open('note.txt', 'w').write('later')\nx = 1")  # what came after the write
+    kernel.restart()  # e.g. the worker crashed before it saw the reply, and retries
+    c = kernel.client()
+    again = c.ok("files.write", path="note.txt", data_b64="djE=", execution_id="w-1")
+    assert again["replayed"] is True and again["size"] == 2
+    with open(os.path.join(kernel.output, "note.txt")) as f:
+        assert f.read() == "later"  # not overwritten by the retry
+    first = c.ok("clear", execution_id="c-1")
+    assert first["cleared"] == ["x"] and first["replayed"] is False
+    c.run("y = 2")
+    again = c.ok("clear", execution_id="c-1")
+    assert again["replayed"] is True and again["cleared"] == ["x"]
+    assert value(c, "y") == 2  # the retried clear cleared nothing new
+    bad = c.request("clear", execution_id=7)
+    assert bad["ok"] is False and bad["error"]["type"] == "InvalidArgument"
+
+
 def test_binary_file_round_trip(kernel, client):
     payload = bytes(range(256)) * 64
     w = client.ok("files.write", path="/output/data/blob.bin",
                   data_b64=base64.b64encode(payload).decode())
     assert w == {"id": w["id"], "type": "reply", "ok": True, "path": "/output/data/blob.bin",
-                 "size": len(payload)}
+                 "size": len(payload), "replayed": False}
     with open(os.path.join(kernel.output, "data", "blob.bin"), "rb") as f:
         assert f.read() == payload
     r = client.ok("files.read", path="data/blob.bin")
@@ -763,6 +784,113 @@ def test_bridge_call_can_be_timed_out(client):
     assert call["type"] == "bridge_call" and call["name"] == "slow"
     reply = client.recv()  # never answered: the timeout ends the cell
     assert reply["type"] == "reply" and reply["timed_out"] is True
+
+
+def _register(client, *names):
+    client.ok("bridge.register", functions=[
+        {"name": n, "signature": "def %s(x: Any) -> Any" % n} for n in names])
+
+
+def test_a_cell_rerun_after_a_crash_gets_its_calls_answers_without_calling_again(kernel,
+                                                                               client):
+    calls = []
+
+    def host(name, args, kwargs):
+        calls.append((name, kwargs["x"]))
+        if name == "charge":
+            return ["charged", kwargs["x"], "call", len(calls)]
+        raise KernelError("refund refused")
+
+    code = ("r1 = charge(10)\ntry:\n    refund(3)\nexcept ToolError as e:\n"
+            "    r2 = (type(e).__name__, str(e))\nr3 = charge(20)\n(r1, r2, r3)")
+    kernel.restart(CODEACT_TEST_CRASH_BEFORE_COMMIT="1")
+    c = kernel.client()
+    _register(c, "charge", "refund")
+    with pytest.raises(EOFError):  # the calls were made, then the kernel died in the commit
+        c.request("execute", on_bridge=host, code=code, execution_id="pay-1")
+    assert calls == [("charge", 10), ("refund", 3), ("charge", 20)]
+    kernel.restart()
+    c = kernel.client()
+    _register(c, "charge", "refund")
+    r = c.request("execute", on_bridge=host, code=code, execution_id="pay-1")  # the retry
+    assert r["status"] == "ok" and r["replayed"] is False, r
+    assert calls == [("charge", 10), ("refund", 3), ("charge", 20)]  # none made again
+    assert r["result"] == repr((["charged", 10, "call", 1], ("ToolError", "refund refused"),
+                                ["charged", 20, "call", 3]))
+    assert not [e for e in c.events if e["type"] == "bridge_call"]
+    # Committed: the journal is gone, and the execution's record answers from now on.
+    assert os.listdir(os.path.join(kernel.state, "calls")) == []
+    # Another execution id is another cell: its calls are made.
+    c.request("execute", on_bridge=host, code="charge(10)", execution_id="pay-2")
+    assert calls[-1] == ("charge", 10) and len(calls) == 4
+
+
+def test_a_call_in_flight_at_the_crash_is_possibly_applied_and_never_resent(kernel, client):
+    _register(client, "charge", "notify")
+    code = ("log = [charge(1)]\ntry:\n    log.append(charge(2))\n"
+            "except PossiblyAppliedError as e:\n    log.append((type(e).__name__, e.type, "
+            "isinstance(e, ToolError), 'earlier run' in str(e)))\n"
+            "log.append(notify(3))\nlog")
+    client.send({"id": 1, "op": "execute", "code": code, "execution_id": "pay-3"})
+    first = client.recv()
+    assert first["type"] == "bridge_call" and first["kwargs"] == {"x": 1}
+    client.send({"type": "bridge_result", "call_id": first["call_id"], "ok": True,
+                 "value": "one"})
+    second = client.recv()
+    assert second["type"] == "bridge_call" and second["kwargs"] == {"x": 2}
+    # The kernel dies while the host may be carrying out charge(2): its answer never comes.
+    os.kill(kernel.kernel_pid, signal.SIGKILL)
+    kernel.restart()
+    c = kernel.client()
+    _register(c, "charge", "notify")
+    calls = []
+    r = c.request("execute", on_bridge=lambda n, a, k: calls.append((n, k["x"])) or "sent",
+                  code=code, execution_id="pay-3")
+    assert r["status"] == "ok", r
+    assert r["result"] == repr(["one", ("PossiblyAppliedError", "PossiblyApplied", True, True),
+                                "sent"])
+    assert calls == [("notify", 3)]  # charge(1) and charge(2) were not sent again
+
+
+def test_a_call_whose_host_connection_closes_is_possibly_applied(kernel, client):
+    _register(client, "charge")
+    client.send({"id": 1, "op": "execute", "execution_id": "pay-5", "code": (
+        "try:\n    outcome = charge(1)\nexcept PossiblyAppliedError as e:\n"
+        "    outcome = e.type\n")})
+    assert client.recv()["type"] == "bridge_call"
+    client.close()  # the host went away with the call
+    c = kernel.client()
+    assert value(c, "outcome") == "PossiblyApplied"  # the get waits for the cell to end
+
+
+def test_a_rerun_that_takes_another_path_makes_the_new_calls(kernel, client):
+    calls = []
+
+    def host(name, args, kwargs):
+        calls.append(kwargs["x"])
+        return kwargs["x"] * 10
+
+    # The cell's path depends on a file the first run wrote before it crashed.
+    code = ("import os\nfirst = not os.path.exists('ran')\nopen('ran', 'w').close()\n"
+            "(charge(1), charge(2 if first else 5), charge(3))")
+    kernel.restart(CODEACT_TEST_CRASH_BEFORE_COMMIT="1")
+    c = kernel.client()
+    _register(c, "charge")
+    with pytest.raises(EOFError):
+        c.request("execute", on_bridge=host, code=code, execution_id="pay-4")
+    kernel.restart()
+    c = kernel.client()
+    _register(c, "charge")
+    r = c.request("execute", on_bridge=host, code=code, execution_id="pay-4")
+    assert r["result"] == "(10, 50, 30)", r
+    assert calls == [1, 2, 3, 5, 3]  # charge(1) from the journal; the rest after the change
+
+
+def test_a_cell_without_execution_id_keeps_no_journal(kernel, client):
+    _register(client, "charge")
+    r = client.request("execute", on_bridge=lambda n, a, k: 1, code="charge(1)")
+    assert r["status"] == "ok"
+    assert not os.path.exists(os.path.join(kernel.state, "calls"))
 
 
 def test_bad_bridge_signature_is_invalid_argument(client):

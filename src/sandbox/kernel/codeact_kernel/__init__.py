@@ -13,9 +13,11 @@ of the package, one idea each:
     array_chunks.py    big numpy arrays in the snapshot as content-addressed chunks
     output_capture.py  fds 1 and 2 routed to the running cell (head + tail caps, streaming)
     bridge.py          calls from sandboxed code to host functions
+    call_journal.py    an execution's bridge calls, so a re-run after a crash repeats none
     watchdog.py        cell timeouts (SIGINT to the main thread)
     file_ops.py        files.list/read/write, confined to the workspace
-    process_ops.py     bash and install, through the supervisor; run-once records
+    process_ops.py     bash and install, through the supervisor
+    run_once.py        ops that run once per execution id (bash, install, files.write, clear)
     supervisor.py      the helper process that ends a script's whole process tree with it
     forks.py           clones of the kernel (os.fork in a cell); cleanup at the process limit
     process_tree.py    processes from /proc; stopping and killing a set that keeps forking
@@ -131,25 +133,29 @@ Wire protocol (version 2)
                timed_out true. No process slot to start it: ResourceExhausted "no free process
                slots in the sandbox (pids limit); a process is forking without end". The script
                gets the kernel's environment and cwd (default the output dir, confined like
-               files). With an execution_id the script runs once: a known id returns the
-               recorded reply (replayed: true), and a request with the id of a script still
-               running waits for it and gets its reply. Records are files under state/once/
-               (the last MAX_EXECUTION_RECORDS kept); a script cut short by a kernel crash has
-               no record and runs again.
+               files). With an execution_id the script runs once (Run once, below).
     vars    -> variables [{name, type, kind data|function|class|module, persisted, reason?,
                size?, preview}] (user names: no _-prefixed, kernel-provided or builtin names)
     get     {name} -> name, value_type (qualified type name; not "type", which the envelope
                uses), repr (<= 64 KB), value (JSON or null); NotFound if absent
-    clear   -> cleared [names]; empties namespace and snapshot (execution records kept)
+    clear   {execution_id?} -> cleared [names], replayed; empties namespace and snapshot
+               (execution records kept)
     files.list {path?} -> root, files [{path, size, mtime}] (recursive, regular files, sorted)
     files.read {path} -> path, size, data_b64
-    files.write {path, data_b64, make_dirs? = true} -> path, size (tmp + rename)
+    files.write {path, data_b64, make_dirs? = true, execution_id?} -> path, size, replayed
+               (tmp + rename)
                Paths: relative -> output dir, /output/... -> output dir; the real path must lie in
                the workspace, else PermissionDenied. Paths are reported as seen in the sandbox
                (/output/... inside the output dir).
-    install {packages, timeout?} -> status, stdout, stderr, installed, duration_ms[, hint]
+    install {packages, timeout?, execution_id?} -> status, stdout, stderr, installed,
+               duration_ms, replayed[, hint]
                Names validated (InvalidArgument); pip --target workspace/python, argument list,
                under the supervisor like bash.
+    Run once: bash, clear, files.write and install with an execution_id run once per (op, id)
+               (run_once.py): a known id returns the recorded reply (replayed: true), one still
+               running is waited for and its reply returned. Records are files under
+               state/once/ (the last MAX_EXECUTION_RECORDS kept); an op cut short by a kernel
+               crash has no record and runs again.
     bridge.register {functions: [{name, signature: "def f(a: int) -> Any", doc}]} -> registered
     define  {source} -> defined [names] (kernel-provided: not listed, not persisted)
     shutdown -> reply, commit, exit 0
@@ -160,6 +166,13 @@ Wire protocol (version 2)
         {"type": "bridge_result", "call_id", "ok": false, "error": {"type", "message"}}
     The stub returns value or raises ToolError (a RuntimeError, available as a builtin).
     Positional-or-keyword arguments travel as kwargs; arguments left at their default are omitted.
+    Exactly once: in an execute with an execution_id, call k (counted from 1 in call order) is
+    journaled in state/calls/ (call_journal.py) before it is sent and when answered; a re-run of
+    that execution (after a crash rolled its first run back) gets the recorded answer of each
+    call it makes again with the same name and arguments, without a bridge_call; a call sent but
+    never answered raises PossiblyAppliedError (a ToolError, type "PossiblyApplied", a builtin),
+    as does a call whose host connection closed while it ran. Calls differing from the record,
+    and every call after one, are sent. The journal goes when the execution's reply commits.
 
 Processes
     A fork of the kernel by user code (a "clone": os.fork, multiprocessing, a fork bomb) gets,

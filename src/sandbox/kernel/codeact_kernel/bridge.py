@@ -1,11 +1,14 @@
 """The bridge: calls from sandboxed code to host functions (MCP tools, user functions), sent
 as bridge_call events on the connection of the running execute and answered by bridge_result
-frames. register() turns a host-supplied signature into a real Python function."""
+frames. make_stub() turns a host-supplied signature into a real Python function. While an
+execution with an id runs, its calls go through its CallJournal (call_journal.py): a re-run of
+that execution gets the answers of the calls an earlier run made instead of making them again."""
 
 import builtins
 import queue
 import threading
 
+from . import forks
 from .protocol import OpError
 from .values import NotJson, to_json
 
@@ -18,9 +21,20 @@ class ToolError(RuntimeError):
         self.type = type
 
 
-# Pickled by reference as builtins.ToolError, so saved exceptions restore.
-ToolError.__module__ = "builtins"
-ToolError.__qualname__ = "ToolError"
+class PossiblyAppliedError(ToolError):
+    """Raised by a bridge function in a re-run of an execution (after a crash) for a call the
+    earlier run sent and got no answer to, or when the host connection closed while the call
+    ran: the host may have carried it out. codeact never sends such a call again."""
+
+    def __init__(self, message):
+        super().__init__(message, "PossiblyApplied")
+
+
+# Pickled by reference as builtins.ToolError (and PossiblyAppliedError), so saved exceptions
+# restore.
+for _cls in (ToolError, PossiblyAppliedError):
+    _cls.__module__ = "builtins"
+    _cls.__qualname__ = _cls.__name__
 
 
 class Bridge:
@@ -28,6 +42,7 @@ class Bridge:
 
     def __init__(self):
         self.active = None  # (connection, request id) of the running execute, set by cells
+        self.journal = None  # CallJournal of the running execute when it has an id, by cells
         self.lock = threading.Lock()
         self.next_id = 0
         self.waiting = {}  # call_id -> (connection, SimpleQueue); GUARDED_BY(lock)
@@ -43,6 +58,17 @@ class Bridge:
             kwargs = to_json(dict(kwargs))
         except NotJson as e:
             raise TypeError("arguments of %s() must be JSON-serializable: %s" % (name, e)) from None
+        journal = None if forks.IS_CLONE else self.journal  # a clone has no connection
+        seq = None
+        if journal is not None:
+            seq, recorded = journal.begin(name, args, kwargs)
+            if recorded is not None:
+                if recorded["answer"] is None:
+                    raise PossiblyAppliedError(
+                        "%s() was sent to the host by an earlier run of this cell, which "
+                        "crashed before the answer came: it may have been carried out, so it "
+                        "is not sent again" % name)
+                return self._answer(name, recorded["answer"])
         answer = queue.SimpleQueue()
         with self.lock:
             self.next_id += 1
@@ -51,15 +77,27 @@ class Bridge:
         try:
             if not conn.send({"id": rid, "type": "bridge_call", "call_id": call_id, "name": name,
                               "args": args, "kwargs": kwargs}):
+                if journal is not None:
+                    journal.unsent(seq)
                 raise ToolError("%s(): the host connection is closed" % name, "Unavailable")
             msg = answer.get()
         finally:
             with self.lock:
                 self.waiting.pop(call_id, None)
+        if journal is not None:
+            journal.answered(seq, msg)
+        return self._answer(name, msg)
+
+    @staticmethod
+    def _answer(name, msg):
+        """The value of a bridge_result (or a journal's "done" line), or its error raised."""
         if msg.get("ok"):
             return msg.get("value")
         err = msg.get("error") or {}
-        raise ToolError(str(err.get("message") or "%s() failed" % name), err.get("type"))
+        text = str(err.get("message") or "%s() failed" % name)
+        if err.get("type") == "PossiblyApplied":
+            raise PossiblyAppliedError(text)
+        raise ToolError(text, err.get("type"))
 
     def deliver(self, conn, msg):
         with self.lock:
@@ -71,8 +109,10 @@ class Bridge:
         with self.lock:
             waiters = [w for w in self.waiting.values() if w[0] is conn]
         for _, answer in waiters:
-            answer.put({"ok": False, "error": {"type": "Unavailable",
-                                                "message": "the host connection closed"}})
+            answer.put({"ok": False, "error": {
+                "type": "PossiblyApplied",
+                "message": "the host connection closed while the call ran: it may have been "
+                           "carried out"}})
 
     def make_stub(self, name, signature, doc):
         """A real function with the given signature whose body performs the bridge call."""

@@ -9,6 +9,7 @@ import sys
 import time
 
 from . import forks, process_tree
+from .call_journal import CallJournal
 from .log import log
 from .namespace import code_names
 from .output_capture import DEFAULT_MAX_OUTPUT, CellOutput
@@ -129,7 +130,10 @@ class Cells:
             before = self._scan_output()
         capture = CellOutput(max_out, stream_to)
         self.router.start(capture)
+        journal = CallJournal(os.path.join(self.ws.state_dir, "calls"), exec_id,
+                              self.ws.fsync) if exec_id else None
         self.bridge.active = (conn, msg.get("id"))
+        self.bridge.journal = journal
         refused_before = self._refused_before = self.process_limit.refused()
         since = process_tree.boot_ticks()
         try:
@@ -137,6 +141,7 @@ class Cells:
             status, result, error, names, timed_out = self._run_cell(code, seq, timeout)
         finally:
             self.bridge.active = None
+            self.bridge.journal = None
             self.router.stop()
         killed = 0
         if self._hit_process_limit(refused_before, error):
@@ -178,6 +183,8 @@ class Cells:
                 reply["snapshot_ms"] = elapsed_ms(t_save)  # the manifest's write included
                 self.names.pending_dirty.clear()
                 self._forget(exec_id)
+                if journal is not None:
+                    journal.drop()
             except Exception as e:
                 reply["persist_error"] = "state not saved: %s: %s" % (type(e).__name__, e)
                 self.names.pending_dirty |= candidates

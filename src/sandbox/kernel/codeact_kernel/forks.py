@@ -248,7 +248,20 @@ def cleanup(since, init_pid=None, spare=()):
             os.waitpid(pid, 0)
         except ChildProcessError:
             pass
+    _reap_dead_clones(me, marker, since)
     return len(killed)
+
+
+def _reap_dead_clones(me, marker, since):
+    """Reaps the kernel's own clones of this cell that ended by themselves (a refused fork ends
+    a clone of a fork bomb) before they could be killed: nobody waits for them, and each zombie
+    would hold one of the sandbox's process slots until the container stops."""
+    for p in process_tree.all_processes().values():
+        if p.ppid == me and p.comm == marker and not p.alive and p.start >= since:
+            try:
+                os.waitpid(p.pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 def _stop_clone_group(spare):

@@ -13,7 +13,7 @@ import time
 from . import auth, descriptors, forks, privileges, state_store
 from . import log as kernel_log
 from .atomic_files import unlink_quiet
-from .bridge import Bridge, ToolError
+from .bridge import Bridge, PossiblyAppliedError, ToolError
 from .cells import Cells
 from .file_ops import Workspace
 from .log import log
@@ -21,6 +21,7 @@ from .namespace import Namespace
 from .output_capture import OutputRouter
 from .process_ops import ProcessOps
 from .protocol import PROTOCOL_VERSION, OpError, Server, answer, bind_listener, error_reply
+from .run_once import RunOnce
 from .state_store import StateStore
 from .watchdog import Watchdog
 from .workers import WorkerPool
@@ -59,6 +60,7 @@ class Kernel:
         state_store.bind_namespace(self.names.ns)
         self.watchdog = Watchdog(threading.get_ident())
         self.processes = ProcessOps(self.ws)
+        once = self.once = RunOnce(self.ws.state_dir, fsync)
         self.process_pool = WorkerPool("codeact-process", PROCESS_WORKERS)
         self.file_pool = WorkerPool("codeact-files", FILE_WORKERS)
         self.process_limit = forks.ProcessLimit(
@@ -71,13 +73,16 @@ class Kernel:
         self.restored = []
         self.restore_errors = []
         self.jobs = queue.SimpleQueue()
+        # Ops that change something run once per execution id (run_once.py).
         self.main_handlers = {
             "vars": self.names.op_vars, "get": self.names.op_get,
-            "clear": self.names.op_clear, "bridge.register": self.names.op_bridge_register}
+            "clear": once.wrap("clear", self.names.op_clear),
+            "bridge.register": self.names.op_bridge_register}
         self.pool_handlers = {
-            "bash": self.processes.op_bash, "install": self.processes.op_install,
+            "bash": once.wrap("bash", self.processes.op_bash),
+            "install": once.wrap("install", self.processes.op_install),
             "files.list": self.ws.op_files_list, "files.read": self.ws.op_files_read,
-            "files.write": self.ws.op_files_write}
+            "files.write": once.wrap("files.write", self.ws.op_files_write)}
 
     # ----------------------------------------------------------------- startup
 
@@ -114,6 +119,7 @@ class Kernel:
         forks.install([self.server.kernel_fds, self.router.fds, self.processes.supervisor.fds,
                        self.process_limit.fds, lambda: [log_fd]], self.processes.supervisor.pid)
         builtins.ToolError = ToolError
+        builtins.PossiblyAppliedError = PossiblyAppliedError
         self.cells.install_sigint()
         # Every thread and helper process the kernel needs, started now: none is created later
         # for a connection or a request.

@@ -1,7 +1,6 @@
 """Process ops: bash scripts and pip installs, each run under a supervisor (supervisor.py) that
-ends the script's whole process tree with it (issue #17 §3), with capped output and a timeout;
-and the run-once records that make a retried bash call with the same execution id return the
-first run's reply instead of running again."""
+ends the script's whole process tree with it (issue #17 §3), with capped output and a timeout.
+(Run once per execution id: run_once.py, applied where the kernel routes the ops.)"""
 
 import json
 import os
@@ -11,12 +10,10 @@ import sys
 import threading
 import time
 
-from .atomic_files import read_json_quiet, unlink_quiet, write_atomic
 from .descriptors import move_high, move_socket_high
 from .log import fd as log_fd
 from .output_capture import DEFAULT_MAX_OUTPUT, Capped
-from .protocol import OpError, encode
-from .state_store import MAX_EXECUTION_RECORDS
+from .protocol import OpError
 from .values import elapsed_ms
 
 PACKAGE_RE_SOURCE = (
@@ -101,9 +98,6 @@ class ProcessOps:
     def __init__(self, workspace):
         self.ws = workspace
         self.supervisor = Supervisor()
-        self.once_lock = threading.Lock()
-        self.once_running = {}  # record path -> threading.Event; GUARDED_BY(once_lock)
-        self.once_writes = 0
         self.package_re = None
 
     def _run_process(self, argv, timeout, cwd, max_out):
@@ -212,62 +206,7 @@ class ProcessOps:
         cwd = self.ws.resolve(cwd, "cwd") if cwd else self.ws.output_dir
         if not os.path.isdir(cwd):
             raise OpError("NotFound", "cwd %s is not a directory" % self.ws.display(cwd))
-        exec_id = msg.get("execution_id")
-        if exec_id is not None and not isinstance(exec_id, str):
-            raise OpError("InvalidArgument", "execution_id must be a string, got %r" % (exec_id,))
-
-        def run():
-            out = self._run_process(["/bin/bash", "-c", script], timeout, cwd, max_out)
-            out["replayed"] = False
-            return out
-        return self._once("bash", exec_id, run) if exec_id else run()
-
-    def _once(self, kind, exec_id, run):
-        """Runs `run` at most once per (kind, execution id) and records its reply in a file under
-        state/once/: a known id gets the recorded reply (replayed: true); a second request for an
-        id that is still running waits for the first and gets its reply."""
-        import hashlib
-
-        digest = hashlib.sha256(
-            (kind + "\0" + exec_id).encode("utf-8", "surrogatepass")).hexdigest()[:40]
-        once_dir = os.path.join(self.ws.state_dir, "once")
-        path = os.path.join(once_dir, digest + ".json")
-        while True:
-            with self.once_lock:
-                running = self.once_running.get(path)
-                if running is None:
-                    recorded = read_json_quiet(path)
-                    if recorded is not None:
-                        recorded["replayed"] = True
-                        return recorded
-                    done = threading.Event()
-                    self.once_running[path] = done
-                    break
-            running.wait()  # then look again: the record is there unless the run failed
-        try:
-            out = run()
-            os.makedirs(once_dir, exist_ok=True)
-            write_atomic(path, encode(out), self.ws.fsync)
-            self._prune_once(once_dir)
-            return out
-        finally:
-            with self.once_lock:
-                self.once_running.pop(path, None)
-            done.set()
-
-    def _prune_once(self, once_dir):
-        self.once_writes += 1
-        if self.once_writes % 100:
-            return
-        try:
-            names = [os.path.join(once_dir, n) for n in os.listdir(once_dir) if n.endswith(".json")]
-            if len(names) <= MAX_EXECUTION_RECORDS:
-                return
-            names.sort(key=lambda n: os.stat(n).st_mtime)
-            for n in names[:len(names) - MAX_EXECUTION_RECORDS]:
-                unlink_quiet(n)
-        except OSError:
-            pass
+        return self._run_process(["/bin/bash", "-c", script], timeout, cwd, max_out)
 
     def op_install(self, msg):
         import importlib
