@@ -63,6 +63,23 @@ void print_answer(const std::string& sandbox_id, const std::vector<std::string>&
   if (message.empty() || message.back() != '\n') std::cout << "\n";
 }
 
+// The memo field of a task run started by `codeact run` holding its TaskInput.
+constexpr const char* kTaskInputMemo = "codeact_task_input";
+
+// The latest run of `workflow_id` when it is a task run that completed with this same input
+// (NotFound otherwise: none, another input, still running, failed or cancelled).
+core::Result<temporal::WorkflowRun> completed_run_of(temporal::Client& client,
+                                                     const std::string& workflow_id,
+                                                     const durable::TaskInput& in) {
+  auto d = client.describe_workflow(workflow_id);
+  if (!d.ok()) return d.error();
+  if (d->workflow_type != durable::kTaskWorkflow || d->status != "Completed" ||
+      d->memo.value(kTaskInputMemo, Json()) != in.to_json()) {
+    return core::not_found("no completed run of this task");
+  }
+  return temporal::WorkflowRun{workflow_id, d->run_id, /*started=*/false};
+}
+
 int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder,
                 const std::string& model_name) {
   auto policies = activity_policies(builder);
@@ -95,10 +112,21 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder,
   so.task_queue = queue;
   so.id_reuse_policy = temporal::IdReusePolicy::kAllowDuplicate;
   so.id_conflict_policy = temporal::IdConflictPolicy::kUseExisting;
-  auto started = client.start_workflow(durable::kTaskWorkflow, temporal::Args{in.to_json()}, so);
+  // The run's input in its memo: the same command again after the run completed (its first
+  // `codeact run` was killed before it printed the answer) follows that run instead of doing
+  // the task a second time. Another task on the same --workflow-id starts a new run.
+  so.memo = core::Json{{kTaskInputMemo, in.to_json()}};
+  core::Result<temporal::WorkflowRun> started = completed_run_of(client, workflow_id, in);
+  const bool completed_before = started.ok();
+  if (!completed_before)
+    started = client.start_workflow(durable::kTaskWorkflow, temporal::Args{in.to_json()}, so);
   if (!started.ok())
     return report(started.error().with_context("starting workflow \"" + workflow_id + "\""));
-  if (started->started) {
+  if (completed_before) {
+    std::cerr << "[codeact] workflow " << workflow_id
+              << " already completed this task: its answer follows (to do the task again, give "
+                 "another --workflow-id)\n";
+  } else if (started->started) {
     std::cerr << "[codeact] workflow " << workflow_id << " started on task queue " << queue
               << " at " << (*session)->endpoint.address
               << ((*session)->worker ? " (worker in this process)"

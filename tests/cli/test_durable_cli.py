@@ -475,6 +475,55 @@ mcp_servers:
     assert bad.returncode == 2 and "--mcp nope" in bad.err and "configured: time" in bad.err
 
 
+def test_a_cell_run_again_after_a_crash_does_not_call_its_mcp_tool_again(cli, temporal_server, wid, tmp_path):
+    # The cell calls a tool whose side effect the host counts, then the machine "crashes" (worker
+    # and container killed at once) before the cell commits: the retry runs the cell again from
+    # the state before it, and its tool call gets the first call's answer instead of a new call.
+    calls = tmp_path / "calls.log"
+    cfg = tmp_path / "mcp_conf.yml"
+    cfg.write_text(FAST_DURABLE + f"""
+mcp_servers:
+  fixture:
+    command: {os.path.join(REPO, ".venv/bin/python")}
+    args: ["{os.path.join(REPO, "tests/fixtures/mcp/sdk_server.py")}"]
+    env: {{CODEACT_TEST_CALL_LOG: "{calls}"}}
+""")
+    queue = f"q-{uuid.uuid4().hex[:6]}"
+    worker = Worker(cli, temporal_server, queue, str(cfg)).start()
+    model = ScriptedModel([
+        python_turn("call_1", "paid = record(text='charge 5 EUR')\n"
+                    "open('/output/runs.log', 'a').write('run\\n')\n"
+                    "open('/output/called', 'w').write('x')\nimport time\ntime.sleep(6)\npaid"),
+        {"content": "Charged once."}])
+    result = {}
+
+    def run():
+        result["p"], result["j"] = run_durable(cli, temporal_server, wid, model, str(cfg), "--no-worker",
+                                               "--task-queue", queue, "--mcp", "fixture", "Charge 5 EUR.",
+                                               check=None)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and volume_file(wid, "called") is None:
+            time.sleep(0.05)
+        worker.kill()
+        subprocess.run(["docker", "kill", f"codeact-{wid}"], capture_output=True)
+        worker.start()
+        runner.join(timeout=300)
+    finally:
+        model.close()
+        worker.stop()
+    assert not runner.is_alive(), "the run did not finish"
+    p, j = result["p"], result["j"]
+    assert p.returncode == 0, p.err
+    assert j["output"] == "Charged once."
+    assert volume_file(wid, "runs.log") == "run\nrun\n"  # the cell really ran twice
+    assert calls.read_text() == "charge 5 EUR\n"  # the tool once
+    assert "result: 'call 1'" in json.dumps(model.requests[-1]["messages"])
+
+
 def container_running(wid):
     p = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", f"codeact-{wid}"], capture_output=True,
                        text=True)
@@ -536,11 +585,24 @@ def test_codeact_run_killed_and_run_again_follows_the_same_workflow_to_the_end(c
         first.kill()  # SIGKILL: the process hosting the worker is gone mid-cell
         first.communicate()
         p, j = cli.json(*argv, check=0, timeout=300)
+        # The same command once more (say its process was killed after the run completed, before
+        # the answer was printed): the completed run's answer, the task not done again.
+        requests = len(model.requests)
+        again, j2 = cli.json(*argv, check=0, timeout=300)
+        asked_again = len(model.requests) - requests
+        cells_before_other = volume_file(wid, "cells.log")
+        other = cli("run", "--temporal", temporal_server, "--model", model.model_flag, "--prompts", PROMPTS,
+                    "--config", config, "--workflow-id", wid, "--json", "Another task.", check=None)
     finally:
         model.close()
     assert "already running" in p.err
     assert j["output"] == "finished after the crash" and j["workflow_id"] == wid
-    assert volume_file(wid, "cells.log") == "cell 1\ncell 2\n"
+    assert cells_before_other == "cell 1\ncell 2\n"
+    assert "already completed this task" in again.err and j2["output"] == j["output"]
+    assert asked_again == 0
+    # Another task on the same workflow id is a new run (in the same sandbox).
+    assert other.returncode == 0 and "started on task queue" in other.err, other.err
+    assert volume_file(wid, "cells.log") == "cell 1\ncell 2\ncell 3\ncell 4\n"
 
 
 def test_a_sandbox_that_fails_to_start_is_removed_and_the_run_fails_clearly(cli, temporal_server, wid, config,
