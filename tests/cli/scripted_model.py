@@ -11,10 +11,13 @@ class ScriptedModel:
     """Answers request k (k = assistant messages already in it) with turns[k]. `on_request(k, body)`
     runs before the answer is sent (it may sleep, or kill something); `delays[k]` seconds are
     waited before answering turn k. A turn {"http_status": 400, "message": "..."} is answered with
-    that status and an OpenAI error body; a request past the turns gets a bare 500."""
+    that status and an OpenAI error body; a request past the turns gets a bare 500. `respond`, when
+    given, chooses the turn instead: respond(body) -> turn, or None for the 500 (a model that
+    reads the conversation, e.g. to run a cell again whose result was lost)."""
 
-    def __init__(self, turns, on_request=None, delays=None):
+    def __init__(self, turns, on_request=None, delays=None, respond=None):
         self.turns = list(turns)
+        self.respond = respond
         self.requests = []
         self.headers = []  # the HTTP headers of each request
         self.on_request = on_request
@@ -34,11 +37,12 @@ class ScriptedModel:
                     model.on_request(k, body)
                 if k in model.delays:
                     time.sleep(model.delays[k])
-                if k >= len(model.turns):
+                message = (model.respond(body) if model.respond
+                           else model.turns[k] if k < len(model.turns) else None)
+                if message is None:
                     self.send_response(500)
                     self.end_headers()
                     return
-                message = model.turns[k]
                 if "http_status" in message:
                     data = json.dumps({"error": {"message": message.get("message", "refused"),
                                                  "type": "invalid_request_error"}}).encode()
