@@ -207,7 +207,11 @@ def test_reload_and_a_second_tab_show_the_whole_conversation_and_keep_streaming(
         browser.get(url)
         wait(browser, lambda: len(answers(browser)) == 2, 60, "the second tab")
         assert [a.text for a in answers(browser)] == texts
-        assert len(q(browser, "#conversation details.cell")) == 1
+        # The answers come with the session (GET /v1/sessions/{id}); the cells with the
+        # stream's replay of the finished turns, which may follow a moment later.
+        cells = wait(browser, lambda: q(browser, "#conversation details.cell"), 60,
+                     "the second tab's cell (the stream's replay)")
+        assert len(cells) == 1 and "slept" in cells[0].text
     finally:
         browser.close()
         browser.switch_to.window(first)
