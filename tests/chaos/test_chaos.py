@@ -25,7 +25,7 @@ import pytest
 import kills
 from chaos_model import ANSWER, CELLS, ChaosModel, expected_state, expected_state_check, tool_log_lines
 from dev_server import DevServer
-from worker_process import FAST_DURABLE
+from worker_process import FAST_DURABLE, record_mcp_config
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 BIN = os.path.abspath(os.environ.get("CODEACT_BIN", os.path.join(REPO, "build/src/cli/codeact")))
@@ -100,13 +100,7 @@ def test_durable_runs_survive_kills_of_everything_with_nothing_lost_and_nothing_
     tag = f"chaos-{uuid.uuid4().hex[:6]}"
     calls_log = tmp_path / "calls.log"
     cfg = tmp_path / "app_conf.yml"
-    cfg.write_text(FAST_DURABLE + f"""
-mcp_servers:
-  fixture:
-    command: {os.path.join(REPO, ".venv/bin/python")}
-    args: ["{os.path.join(REPO, "tests/fixtures/mcp/sdk_server.py")}"]
-    env: {{CODEACT_TEST_CALL_LOG: "{calls_log}"}}
-""")
+    cfg.write_text(FAST_DURABLE + record_mcp_config(calls_log))
     queue = f"q-{tag}"
     server = DevServer(tmp_path)
     address = server.start()

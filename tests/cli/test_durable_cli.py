@@ -14,7 +14,7 @@ import pytest
 
 from dev_server import DevServer
 from scripted_model import ScriptedModel, python_turn
-from worker_process import FAST_DURABLE, WorkerProcess
+from worker_process import FAST_DURABLE, WorkerProcess, record_mcp_config
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
@@ -481,13 +481,7 @@ def test_a_cell_run_again_after_a_crash_does_not_call_its_mcp_tool_again(cli, te
     # the state before it, and its tool call gets the first call's answer instead of a new call.
     calls = tmp_path / "calls.log"
     cfg = tmp_path / "mcp_conf.yml"
-    cfg.write_text(FAST_DURABLE + f"""
-mcp_servers:
-  fixture:
-    command: {os.path.join(REPO, ".venv/bin/python")}
-    args: ["{os.path.join(REPO, "tests/fixtures/mcp/sdk_server.py")}"]
-    env: {{CODEACT_TEST_CALL_LOG: "{calls}"}}
-""")
+    cfg.write_text(FAST_DURABLE + record_mcp_config(calls))
     queue = f"q-{uuid.uuid4().hex[:6]}"
     worker = Worker(cli, temporal_server, queue, str(cfg)).start()
     model = ScriptedModel([

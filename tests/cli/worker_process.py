@@ -1,5 +1,6 @@
 """A `codeact worker` process that tests and tools SIGKILL and start again on purpose
 (tests/cli/test_durable_cli.py, tests/durable/histories/record.py). Only the standard library."""
+import os
 import signal
 import subprocess
 
@@ -12,6 +13,20 @@ durable:
     model: {heartbeat_seconds: 2, start_to_close_seconds: 120, max_attempts: 20, initial_retry_seconds: 0.5}
     tool: {heartbeat_seconds: 2, start_to_close_seconds: 300, max_attempts: 20, initial_retry_seconds: 0.5}
     sandbox: {heartbeat_seconds: 5, start_to_close_seconds: 600, max_attempts: 5, initial_retry_seconds: 0.5}
+"""
+
+
+def record_mcp_config(calls_log):
+    """app_conf.yml lines for the MCP fixture server (tests/fixtures/mcp/sdk_server.py) as
+    "fixture", whose record() tool appends to `calls_log`: the calls really made, counted on the
+    host."""
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+    return f"""
+mcp_servers:
+  fixture:
+    command: {os.path.join(repo, ".venv/bin/python")}
+    args: ["{os.path.join(repo, "tests/fixtures/mcp/sdk_server.py")}"]
+    env: {{CODEACT_TEST_CALL_LOG: "{calls_log}"}}
 """
 
 

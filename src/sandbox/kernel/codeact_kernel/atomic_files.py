@@ -8,17 +8,21 @@ import threading
 from . import forks
 
 
+def write_all(fd, data, fsync):
+    """Writes every byte of data to fd (fsynced when asked)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    if fsync:
+        os.fsync(fd)
+
+
 def write_atomic(path, data, fsync):
     forks.leave_if_clone()  # a clone of the kernel never writes the kernel's files
     tmp = "%s.tmp-%d-%d" % (path, os.getpid(), threading.get_ident())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        if fsync:
-            os.fsync(fd)
+        write_all(fd, data, fsync)
     except BaseException:
         os.close(fd)
         unlink_quiet(tmp)

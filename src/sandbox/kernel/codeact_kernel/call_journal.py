@@ -21,7 +21,7 @@ import os
 import threading
 
 from . import forks
-from .atomic_files import fsync_dir, unlink_quiet
+from .atomic_files import fsync_dir, unlink_quiet, write_all
 
 MAX_JOURNALS = 1000
 
@@ -113,11 +113,7 @@ class CallJournal:
             self.opened = True
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if self.fsync:
-                os.fsync(fd)
+            write_all(fd, data, self.fsync)
         finally:
             os.close(fd)
         if first:

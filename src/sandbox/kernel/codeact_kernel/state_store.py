@@ -14,7 +14,7 @@ import types
 from . import forks
 from .array_chunks import (ArrayChunks, ChunkUse, SnapshotWriteError, chunk_bytes_from_env,
                            chunked_array)
-from .atomic_files import fsync_dir, unlink_quiet, write_atomic
+from .atomic_files import fsync_dir, unlink_quiet, write_all, write_atomic
 from .protocol import OpError, encode
 from .shared_objects import WALK_BUDGET, SharingIndex, components, reach_all
 from .values import kind as kind_of, short, type_name
@@ -317,11 +317,7 @@ class StateStore:
         tmp = self.manifest_path + ".tmp-%d" % os.getpid()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if self.fsync:
-                os.fsync(fd)
+            write_all(fd, data, self.fsync)
         finally:
             os.close(fd)
         if os.environ.get("CODEACT_TEST_CRASH_BEFORE_COMMIT") == "1":
