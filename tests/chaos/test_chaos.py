@@ -25,7 +25,7 @@ import pytest
 import kills
 from chaos_model import ANSWER, CELLS, ChaosModel, expected_state, expected_state_check, tool_log_lines
 from dev_server import DevServer
-from worker_process import FAST_DURABLE, record_mcp_config
+from worker_process import FAST_DURABLE, WorkerProcess, record_mcp_config
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 BIN = os.path.abspath(os.environ.get("CODEACT_BIN", os.path.join(REPO, "build/src/cli/codeact")))
@@ -74,22 +74,15 @@ class Run:
             return f.read()[-3000:].decode(errors="replace")
 
 
-class Worker:
+class Worker(WorkerProcess):
+    """A `codeact worker` whose log goes to a file (it is started again after each kill)."""
+
     def __init__(self, argv, log_path):
-        self.argv, self.log_path = argv, log_path
-        self.proc = None
+        super().__init__(argv, dict(os.environ))
+        self.log_path = log_path
 
     def start(self):
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=open(self.log_path, "ab"))
-        return self
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(40)
-            except subprocess.TimeoutExpired:
-                kills.kill_process(self.proc)
+        return super().start(stderr=open(self.log_path, "ab"))
 
 
 def test_durable_runs_survive_kills_of_everything_with_nothing_lost_and_nothing_twice(
