@@ -69,7 +69,9 @@ class Cells:
             raise KeyboardInterrupt
         # Outside user code the kernel ignores interrupts (a late timeout signal, ^C).
 
-    def _recorded(self, exec_id):
+    def recorded(self, exec_id):
+        """The committed reply of execution exec_id (kept in memory, else the snapshot's record),
+        or None when that execution has not committed."""
         kept = self.records.get(exec_id)
         if kept is not None:
             return kept[0]
@@ -86,7 +88,7 @@ class Cells:
         if exec_id is not None and not isinstance(exec_id, str):
             raise OpError("InvalidArgument", "execution_id must be a string, got %r" % (exec_id,))
         if exec_id:
-            recorded = self._recorded(exec_id)
+            recorded = self.recorded(exec_id)
             if recorded is not None:
                 out = dict(recorded)
                 out["replayed"] = True
