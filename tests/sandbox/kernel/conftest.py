@@ -164,7 +164,8 @@ class KernelProcess:
 
     def __init__(self, base, sandbox_id="sbx-test", env=None, token=None, cgroup=None):
         """token: CODEACT_KERNEL_TOKEN for the kernel (clients then authenticate). cgroup: a
-        cgroup directory to start the kernel in (e.g. one with a pids limit)."""
+        cgroup directory to start the kernel in (e.g. one with a pids limit), or a list of them
+        (one per controller of a v1 hierarchy)."""
         self.base = base
         self.storage = os.path.join(base, "storage")
         self.sandbox_id = sandbox_id
@@ -176,7 +177,7 @@ class KernelProcess:
         self.socket = os.path.join(self.run_dir, "k.sock")
         self.env_extra = dict(env or {})
         self.token = token
-        self.cgroup = cgroup
+        self.cgroups = [cgroup] if isinstance(cgroup, str) else list(cgroup or ())
         self.proc = None
         self.kernel_pid = None
         self.clients = []
@@ -210,9 +211,10 @@ class KernelProcess:
                     if STARTS_AS_ROOT and (n == self.run_dir or n.startswith(self.run_dir + "/")):
                         continue
                     os.lchown(n, owner, owner)
-        preexec = self._join_cgroup if self.cgroup else None
-        if self.cgroup and KERNEL_UID is not None:  # it joins after becoming that user
-            os.chown(os.path.join(self.cgroup, "cgroup.procs"), KERNEL_UID, -1)
+        preexec = self._join_cgroups if self.cgroups else None
+        if KERNEL_UID is not None:  # it joins after becoming that user
+            for d in self.cgroups:
+                os.chown(os.path.join(d, "cgroup.procs"), KERNEL_UID, -1)
         self.proc = subprocess.Popen([KERNEL_PYTHON, KERNEL], env=e, stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log, preexec_fn=preexec,
                                      **user)
@@ -238,9 +240,10 @@ class KernelProcess:
         c.close()
         return self
 
-    def _join_cgroup(self):  # in the child, before exec: the kernel starts inside the cgroup
-        with open(os.path.join(self.cgroup, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
+    def _join_cgroups(self):  # in the child, before exec: the kernel starts inside them
+        for d in self.cgroups:
+            with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
 
     def read_log(self):
         try:
@@ -327,25 +330,29 @@ def _cgroup_processes(d):
         return []
 
 
-@pytest.fixture
-def pids_cgroup():
-    """A pids cgroup limited to PIDS_LIMIT tasks, like the sandbox container's, to start a
-    kernel in (fork bombs stay inside it). Needs root and a writable pids hierarchy (v1 or v2);
-    everything still in it is killed at the end."""
+def _limited_cgroup(controller, limits, optional=()):
+    """Yields a new cgroup directory of `controller` with `limits` ({"v1": {file: value}, "v2":
+    {file: value}}, written in order; files named in `optional` only where they exist), then
+    kills what is still in it and removes it. Skips the test without root or a writable
+    hierarchy."""
     if os.geteuid() != 0:
-        pytest.skip("needs root (a pids cgroup for the fork bomb)")
-    for root in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup"):
+        pytest.skip("needs root (a %s cgroup)" % controller)
+    for root, v2 in (("/sys/fs/cgroup/" + controller, False), ("/sys/fs/cgroup", True)):
         if os.path.exists(os.path.join(root, "cgroup.procs")) and os.access(root, os.W_OK):
             break
     else:
-        pytest.skip("no writable pids cgroup hierarchy")
+        pytest.skip("no writable %s cgroup hierarchy" % controller)
     d = os.path.join(root, "codeact-kernel-test-%d-%d" % (os.getpid(), time.monotonic_ns()))
     try:
         os.mkdir(d)
-        with open(os.path.join(d, "pids.max"), "w") as f:
-            f.write(str(PIDS_LIMIT))
+        for name, value in (limits["v2"] if v2 else limits["v1"]).items():
+            path = os.path.join(d, name)
+            if name in optional and not os.path.exists(path):
+                continue  # e.g. swap accounting off
+            with open(path, "w") as f:
+                f.write(str(value))
     except OSError as e:
-        pytest.skip("cannot make a pids cgroup: %s" % e)
+        pytest.skip("cannot make a %s cgroup: %s" % (controller, e))
     yield d
     for _ in range(200):
         pids = _cgroup_processes(d)
@@ -363,6 +370,30 @@ def pids_cgroup():
             break
         except OSError:
             time.sleep(0.05)
+
+
+@pytest.fixture
+def pids_cgroup():
+    """A pids cgroup limited to PIDS_LIMIT tasks, like the sandbox container's, to start a
+    kernel in (fork bombs stay inside it). Needs root and a writable pids hierarchy (v1 or v2);
+    everything still in it is killed at the end."""
+    yield from _limited_cgroup("pids", {"v1": {"pids.max": PIDS_LIMIT},
+                                        "v2": {"pids.max": PIDS_LIMIT}})
+
+
+MEMORY_LIMIT = 256 << 20
+
+
+@pytest.fixture
+def memory_cgroup():
+    """A memory cgroup limited to MEMORY_LIMIT without swap, like a sandbox container started
+    with --memory 256m, to start a kernel in. Needs root and a writable memory hierarchy."""
+    mem = MEMORY_LIMIT
+    # v1: the memory limit first (memory + swap may not be set below it)
+    yield from _limited_cgroup("memory", {
+        "v1": {"memory.limit_in_bytes": mem, "memory.memsw.limit_in_bytes": mem},
+        "v2": {"memory.max": mem, "memory.swap.max": 0}},
+        optional=("memory.memsw.limit_in_bytes", "memory.swap.max"))
 
 
 def cgroup_processes(d):

@@ -1,11 +1,13 @@
-"""Processes cannot outlive what started them or wedge the kernel (issue #17 §3): a fork bomb in
-a cell, in bash, background and setsid'd children of a script. The bombs run in a pids cgroup
-limited like the sandbox container (conftest.pids_cgroup)."""
+"""Processes cannot outlive what started them unnoticed or wedge the kernel (issue #17 §3, #18
+§3): a fork bomb in a cell, in bash, background and setsid'd children of a script, processes a
+cell leaves running (named in its reply), a subprocess the out-of-memory killer ends. The bombs
+run in a pids cgroup limited like the sandbox container (conftest.pids_cgroup), the memory hogs
+in a memory cgroup (conftest.memory_cgroup)."""
 
 import os
 import time
 
-from conftest import PIDS_LIMIT, cgroup_processes
+from conftest import MEMORY_LIMIT, PIDS_LIMIT, cgroup_processes
 
 
 def alive(pid):
@@ -77,6 +79,43 @@ def test_fork_bomb_in_a_cell_is_killed_and_the_next_request_answered(kernel_fact
     print("fork bomb cell: %d processes killed, reply after %.2f s" % (r["killed_processes"], took))
 
 
+def pids_current(cgroup):
+    """Tasks charged to the cgroup: threads, and zombies until they are reaped."""
+    with open(os.path.join(cgroup, "pids.current")) as f:
+        return int(f.read())
+
+
+def test_fork_bomb_clones_leave_no_zombie_holding_a_process_slot(kernel_factory, pids_cgroup):
+    """Most clones of `while True: os.fork()` end by themselves (their first refused fork raises
+    in the clone, which leaves); those that are the kernel's own children must be reaped, or each
+    keeps one of the sandbox's 256 slots until the container stops. Two bombs: the second gets
+    the whole limit again."""
+    k = kernel_factory(cgroup=pids_cgroup)
+    c = k.client(timeout=120)
+    idle = pids_current(pids_cgroup)
+    for _ in range(2):
+        r = c.run("import os\nwhile True:\n    os.fork()", timeout=10)
+        assert r["error"]["type"] == "BlockingIOError", r
+        assert "used up the sandbox's process limit" in r["notice"], r
+        assert wait_for(lambda: pids_current(pids_cgroup) <= idle, 5), \
+            (pids_current(pids_cgroup), idle, zombies_of(k.kernel_pid))
+    assert zombies_of(k.kernel_pid) == []
+
+
+def zombies_of(pid):
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] == "Z" and int(fields[1]) == pid:
+                out.append(int(name))
+    return out
+
+
 def test_plain_fork_bomb_ends_with_the_limit_and_leaves_nothing(kernel_factory, pids_cgroup):
     """`while True: os.fork()` (issue #17): every clone ends on its first refused fork; the
     kernel's own refused fork ends the cell; whatever still runs is killed."""
@@ -126,14 +165,64 @@ def test_clones_lose_the_kernel_socket(kernel, client):
 
 
 def test_processes_left_by_a_cell_under_the_limit_are_not_touched(kernel_factory, pids_cgroup):
-    """Only a cell that hit the limit gets its processes killed."""
+    """Only a cell that hit the limit gets its processes killed (a model may start a server on
+    purpose); the reply names them."""
     k = kernel_factory(cgroup=pids_cgroup)
     c = k.client()
     r = c.run("import subprocess\np = subprocess.Popen(['sleep', '30'])\np.pid")
     pid = int(r["result"])
     assert "killed_processes" not in r
+    assert r["left_running"] == [{"pid": pid, "command": "sleep 30"}], r
     assert alive(pid)
     c.run("p.kill(); p.wait()")
+
+
+def test_processes_a_cell_leaves_running_are_named_in_its_reply(kernel, client):
+    r = client.run("import subprocess\n"
+                   "server = subprocess.Popen(['sleep', '1003'], start_new_session=True)\n"
+                   "server.pid")
+    pid = int(r["result"])
+    try:
+        assert r["status"] == "ok" and alive(pid)
+        assert r["left_running"] == [{"pid": pid, "command": "sleep 1003"}], r
+        assert r["notice"] == ("the cell left 1 process running: pid %d (sleep 1003); it keeps "
+                               "running until it ends or is killed (os.kill(%d, signal.SIGKILL))"
+                               % (pid, pid))
+        # Said once: the next cell did not start it.
+        r = client.run("1 + 1")
+        assert "left_running" not in r and "notice" not in r, r
+    finally:
+        client.run("server.kill(); server.wait()")
+
+
+def test_several_processes_left_running_are_listed_forks_by_what_they_are(kernel, client):
+    r = client.run("import os, subprocess, time\n"
+                   "procs = [subprocess.Popen(['sleep', str(2000 + i)]) for i in range(6)]\n"
+                   "fork = os.fork()\n"
+                   "if fork == 0:\n    time.sleep(60)\n    os._exit(0)\n"
+                   "[p.pid for p in procs] + [fork]")
+    pids = eval(r["result"])
+    try:
+        assert [p["pid"] for p in r["left_running"]] == pids, r
+        assert r["left_running"][-1]["command"] == "a fork of the kernel"
+        assert r["notice"].startswith(
+            "the cell left 7 processes running: pid %d (sleep 2000), pid %d (sleep 2001), "
+            % tuple(pids[:2])), r["notice"]
+        assert r["notice"].endswith(
+            ", 2 more; they keep running until they end or are killed "
+            "(os.kill(pid, signal.SIGKILL))"), r["notice"]
+    finally:
+        client.run("for p in procs:\n    p.kill()\n    p.wait()\n"
+                   "os.kill(fork, 9)\nos.waitpid(fork, 0)")
+
+
+def test_processes_that_end_with_the_cell_are_not_mentioned(client):
+    r = client.run("import subprocess\nsubprocess.run(['true'])\n"
+                   "p = subprocess.Popen(['sleep', '0.1'])\np.wait()\n"
+                   "q = subprocess.Popen(['true'])\nimport time\ntime.sleep(0.2)")
+    assert r["status"] == "ok", r
+    # q exited but was not waited for: a zombie does not run.
+    assert "left_running" not in r and "notice" not in r, r
 
 
 # --------------------------------------------------------------------------- bash
@@ -184,3 +273,24 @@ def test_bash_without_free_process_slots_says_so(kernel_factory, pids_cgroup):
     assert "no free process slots in the sandbox (pids limit)" in r["error"]["message"]
     c.run("for p in held:\n    os.kill(p, 9)\n    os.waitpid(p, 0)", persist=False)
     assert c.ok("bash", script="echo again")["stdout"] == "again\n"
+
+
+# --------------------------------------------------------------------------- memory
+
+def test_a_subprocess_killed_for_memory_is_reported(kernel_factory, memory_cgroup):
+    """The out-of-memory killer ends the cell's subprocess, not the kernel; all the cell sees is
+    returncode -9, so the reply says the sandbox ran out of memory."""
+    k = kernel_factory(cgroup=memory_cgroup)
+    c = k.client(timeout=120)
+    c.run("kept = 'before'")
+    r = c.run("import subprocess, sys\n"
+              "subprocess.run([sys.executable, '-c', 'x = b\"x\" * (1 << 30)']).returncode")
+    assert r["status"] == "ok" and r["result"] == "-9", r
+    assert r["oom_kills"] == 1, r
+    assert r["notice"] == (
+        "the sandbox ran out of memory: its limit (%d MiB) was reached and the system killed 1 "
+        "of its processes (a killed subprocess shows returncode -9, a shell exit status 137); "
+        "the kernel and its variables are intact" % (MEMORY_LIMIT >> 20)), r
+    # Said once, and the kernel is as it was.
+    r = c.run("kept")
+    assert r["result"] == "'before'" and "notice" not in r, r

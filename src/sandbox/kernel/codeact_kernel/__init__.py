@@ -19,7 +19,9 @@ of the package, one idea each:
     process_ops.py     bash and install, through the supervisor
     run_once.py        ops that run once per execution id (bash, install, files.write, clear)
     supervisor.py      the helper process that ends a script's whole process tree with it
-    forks.py           clones of the kernel (os.fork in a cell); cleanup at the process limit
+    forks.py           clones of the kernel (os.fork in a cell); cleanup at the process limit;
+                       what a cell left running
+    cgroups.py         the sandbox's cgroups: where they are, the memory limit and its OOM kills
     process_tree.py    processes from /proc; stopping and killing a set that keeps forking
     descriptors.py     the kernel's descriptors above 1024, and the check that they are intact
     workers.py         the fixed thread pools
@@ -112,8 +114,11 @@ Wire protocol (version 2)
                duration_ms, execution_id, cell, truncated {stdout?, stderr?: omitted bytes},
                replayed, timed_out; persist_error (only when writing the snapshot failed);
                killed_processes and notice (only when the cell used up the sandbox's process
-               limit: see Processes); snapshot_ms (time spent saving the state after the cell:
-               pickling, chunk and object files, the manifest; 0.0 when it was not saved);
+               limit: see Processes); left_running [{pid, command}] and notice (only when the
+               cell left processes running: see Processes); oom_kills and notice (only when
+               processes were killed for memory while the cell ran: see Processes);
+               snapshot_ms (time spent saving the state after the cell: pickling, chunk and
+               object files, the manifest; 0.0 when it was not saved);
                notice also when that save took CODEACT_SLOW_SAVE_SECONDS or more, naming the
                values that took the time, slowest first: "saving the state took 9.1 s: arr
                (2.0 GiB ndarray) rewritten" (or "...: 16.0 MiB of it written", "... checked,
@@ -185,8 +190,21 @@ Processes
     when it ends: clones born during the cell and every process born during it under the
     kernel or its init (not the supervisor's), stopping them all first so a fork bomb cannot
     outrun it; the reply gets killed_processes: N and notice "the cell's processes used up the
-    sandbox's process limit (256); its N forked processes were killed". Threads the kernel
+    sandbox's process limit (256); its N forked processes were killed". Clones of the bomb that
+    ended by themselves are reaped too (a zombie holds a process slot). Threads the kernel
     needs all exist from the start (see Wire protocol), so the next request is answered.
+    Otherwise processes a cell started are left running (a model may start a server on purpose),
+    and the reply names those still running when it ends, the same set the clean-up would kill,
+    oldest first: left_running [{pid, command}] (the command line; "a fork of the kernel" for a
+    clone) and notice "the cell left 1 process running: pid 57 (sleep 1000); it keeps running
+    until it ends or is killed (os.kill(57, signal.SIGKILL))" (at most 5 listed, then "N more").
+    Each is named once, by the cell that started it.
+    Memory: when the sandbox's memory cgroup (memory.events of v2, memory.oom_control of v1)
+    counts out-of-memory kills during a cell that the kernel survived (a subprocess, a clone, a
+    bash job's process), the reply gets oom_kills: N and notice "the sandbox ran out of memory:
+    its limit (256 MiB) was reached and the system killed N of its processes (a killed
+    subprocess shows returncode -9, a shell exit status 137); the kernel and its variables are
+    intact". (When the kernel itself is killed, the host reports a MemoryError.)
 
 Descriptors
     The kernel keeps its own long-lived descriptors (listening socket, connections, epoll,

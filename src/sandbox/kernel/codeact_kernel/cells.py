@@ -8,7 +8,7 @@ import signal
 import sys
 import time
 
-from . import forks, process_tree
+from . import cgroups, forks, process_tree
 from .call_journal import CallJournal
 from .log import log
 from .namespace import code_names
@@ -29,9 +29,10 @@ class Cells:
     """Main thread only, except output_touched, which any thread may set."""
 
     def __init__(self, names, store, persistence, workspace, router, watchdog, bridge,
-                 process_limit):
-        """process_limit: a forks.ProcessLimit (a cell that hits it has its processes
-        killed)."""
+                 process_limit, memory_limit=None):
+        """process_limit: a forks.ProcessLimit (a cell that hits it has its processes killed,
+        one that does not is told what it left running). memory_limit: a cgroups.MemoryLimit
+        (default: the sandbox's), to tell a cell that processes were killed for memory."""
         self.names = names
         self.store = store
         self.persistence = persistence
@@ -44,6 +45,7 @@ class Cells:
         self.records_bytes = 0
         self.in_user = False
         self.process_limit = process_limit
+        self.memory_limit = memory_limit if memory_limit is not None else cgroups.MemoryLimit()
         self._refused_before = None  # the limit's refusal count when the running cell started
         # (cell, execution id, monotonic start) of the execute running now, else None. Set and
         # cleared by the main thread, read by the server thread (one reference: atomic).
@@ -137,6 +139,7 @@ class Cells:
         self.bridge.active = (conn, msg.get("id"))
         self.bridge.journal = journal
         refused_before = self._refused_before = self.process_limit.refused()
+        oom_kills_before = self.memory_limit.oom_kills()
         since = process_tree.boot_ticks()
         try:
             self.names.ns.update(variables)
@@ -148,6 +151,12 @@ class Cells:
         killed = 0
         if self._hit_process_limit(refused_before, error):
             killed = self.process_limit.clean_up(since)
+        # What a model cannot see from inside the cell: processes it started that still run,
+        # and processes the out-of-memory killer ended (a subprocess's returncode is just -9).
+        left = [] if killed else self.process_limit.left_running(since)
+        oom_kills_after = self.memory_limit.oom_kills()
+        oom_kills = 0 if None in (oom_kills_before, oom_kills_after) else \
+            oom_kills_after - oom_kills_before
         outputs, fig_errors = self._save_figures(seq)
         if fig_errors:
             capture.bufs["stderr"].add(fig_errors.encode("utf-8", "replace"))
@@ -162,9 +171,18 @@ class Cells:
         reply.update({"outputs": outputs, "files": files, "truncated": truncated,
                       "execution_id": exec_id, "cell": seq, "replayed": False,
                       "timed_out": timed_out})
+        notices = []
+        if oom_kills > 0:
+            reply["oom_kills"] = oom_kills
+            notices.append(self.memory_limit.ran_out_text(oom_kills))
         if killed:
             reply["killed_processes"] = killed
-            reply["notice"] = forks.hit_limit_text(self.process_limit.limit, killed)
+            notices.append(forks.hit_limit_text(self.process_limit.limit, killed))
+        if left:
+            reply["left_running"] = [{"pid": pid, "command": command} for pid, command in left]
+            notices.append(forks.left_running_text(left))
+        if notices:
+            reply["notice"] = "; ".join(notices)
         candidates = self.names.closure_names(names | set(variables)) | self.names.pending_dirty
         reply["duration_ms"] = elapsed_ms(t0)
 

@@ -6,12 +6,13 @@ must not keep the socket reachable or read the kernel's input) and marks it: its
 becomes "clone-<kernel pid>" and IS_CLONE is set, so that a clone whose cell code ends and
 returns into kernel code leaves at once (leave_if_clone) instead of committing a snapshot or
 writing a frame. When a cell used up the sandbox's process limit, cleanup() kills the processes
-the cell left behind (clones, and what they and the cell started), reported in the reply."""
+the cell left behind (clones, and what they and the cell started), reported in the reply; when
+it did not, left_running() names the same set, so the reply tells the model what still runs."""
 
 import os
 import signal
 
-from . import process_tree
+from . import cgroups, process_tree
 from .descriptors import move_high
 
 IS_CLONE = False
@@ -107,7 +108,7 @@ class PidsLimit:
     def __init__(self):
         self.events_fd = None
         self.limit = None
-        for d in _pids_cgroup_dirs():
+        for d in cgroups.controller_dirs("pids"):
             try:
                 fd = os.open(os.path.join(d, "pids.events"), os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
@@ -129,37 +130,10 @@ class PidsLimit:
             data = os.pread(self.events_fd, 256, 0)
         except OSError:
             return None
-        for line in data.split(b"\n"):
-            key, _, value = line.partition(b" ")
-            if key == b"max":
-                return int(value)
-        return None
+        return cgroups.read_counter(data, b"max")
 
     def fds(self):
         return [] if self.events_fd is None else [self.events_fd]
-
-
-def _pids_cgroup_dirs():
-    """Where this process's pids cgroup may be: its own path under the v1 and v2 mounts, then
-    the mount roots (a container sees its own cgroup there)."""
-    own_v1 = own_v2 = None
-    try:
-        with open("/proc/self/cgroup") as f:
-            for line in f:
-                _, controllers, path = line.rstrip("\n").split(":", 2)
-                if "pids" in controllers.split(","):
-                    own_v1 = path
-                elif controllers == "":
-                    own_v2 = path
-    except (OSError, ValueError):
-        pass
-    dirs = []
-    if own_v1 and own_v1 != "/":
-        dirs.append("/sys/fs/cgroup/pids" + own_v1)
-    if own_v2 and own_v2 != "/":
-        dirs.append("/sys/fs/cgroup" + own_v2)
-    dirs += ["/sys/fs/cgroup/pids", "/sys/fs/cgroup"]
-    return dirs
 
 
 class ProcessLimit:
@@ -197,6 +171,10 @@ class ProcessLimit:
         """Kills what a cell left running since `since`; returns how many processes."""
         return cleanup(since, self.init_pid, self.spare())
 
+    def left_running(self, since):
+        """[(pid, command line)] of what a cell that ran since `since` left running."""
+        return left_running(since, self.init_pid, self.spare())
+
 
 def cleanup(since, init_pid=None, spare=()):
     """Kills what a cell that hit the process limit left running: clones of this kernel born
@@ -218,18 +196,7 @@ def cleanup(since, init_pid=None, spare=()):
 
     def find():
         procs = process_tree.all_processes(stop_clone)
-        spared = process_tree.subtree(procs, [p for p in spare if p in procs])
-        spared.update(roots)
-        found = set()
-        for pid in process_tree.subtree(procs, roots) - spared:
-            p = procs[pid]
-            if p.alive and p.start >= since:
-                found.add(pid)
-        for p in procs.values():
-            if p.comm == marker and p.alive and p.start >= since and p.pid not in spared:
-                found.add(p.pid)
-        found = process_tree.subtree(procs, found) - spared
-        found = {pid for pid in found if procs[pid].alive}
+        found = _born_since(procs, since, roots, spare, marker)
         direct.update(pid for pid in found if procs[pid].ppid == me)
         return found
 
@@ -250,6 +217,66 @@ def cleanup(since, init_pid=None, spare=()):
             pass
     _reap_dead_clones(me, marker, since)
     return len(killed)
+
+
+def _born_since(procs, since, roots, spare, marker):
+    """The living processes in procs ({pid: Proc}) that a cell running since `since` (boot
+    ticks) started: those born since then below the roots (the kernel, its init) and clones of
+    this kernel born since then, with everything below them; never the roots, nor the pids in
+    `spare` and their descendants (the kernel's own helpers)."""
+    spared = process_tree.subtree(procs, [p for p in spare if p in procs])
+    spared.update(roots)
+    found = set()
+    for pid in process_tree.subtree(procs, roots) - spared:
+        p = procs[pid]
+        if p.alive and p.start >= since:
+            found.add(pid)
+    for p in procs.values():
+        if p.comm == marker and p.alive and p.start >= since and p.pid not in spared:
+            found.add(p.pid)
+    found = process_tree.subtree(procs, found) - spared
+    return {pid for pid in found if procs[pid].alive}
+
+
+def left_running(since, init_pid=None, spare=()):
+    """[(pid, command line)] of the processes a cell running since `since` started and left
+    running (the same ones cleanup() would kill), oldest first. A fork of the kernel that did
+    not exec shows as "a fork of the kernel"."""
+    me = os.getpid()
+    procs = process_tree.all_processes()
+    roots = [me] + ([init_pid] if init_pid else [])
+    found = _born_since(procs, since, roots, spare, _marker.decode())
+    own = process_tree.cmdline(me)
+    out = []
+    for pid in sorted(found, key=lambda pid: (procs[pid].start, pid)):
+        command = process_tree.cmdline(pid)
+        if procs[pid].comm == _marker.decode() or (command and command == own):
+            command = "a fork of the kernel"
+        out.append((pid, command or "[%s]" % procs[pid].comm))
+    return out
+
+
+LISTED_PROCESSES = 5
+COMMAND_CHARS = 100
+
+
+def left_running_text(processes):
+    """The notice for processes a cell left running ([(pid, command line)], not empty)."""
+    shown = []
+    for pid, command in processes[:LISTED_PROCESSES]:
+        if len(command) > COMMAND_CHARS:
+            command = command[:COMMAND_CHARS - 3] + "..."
+        shown.append("pid %d (%s)" % (pid, command))
+    more = len(processes) - len(shown)
+    if more:
+        shown.append("%d more" % more)
+    one = len(processes) == 1
+    return ("the cell left %d process%s running: %s; %s until %s or %s killed "
+            "(os.kill(%s, signal.SIGKILL))"
+            % (len(processes), "" if one else "es", ", ".join(shown),
+               "it keeps running" if one else "they keep running",
+               "it ends" if one else "they end", "is" if one else "are",
+               processes[0][0] if one else "pid"))
 
 
 def _reap_dead_clones(me, marker, since):

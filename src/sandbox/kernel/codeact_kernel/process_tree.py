@@ -45,6 +45,21 @@ def stat(pid):
     return Proc(pid, int(fields[1]), int(fields[2]), comm, fields[0].decode(), int(fields[19]))
 
 
+def cmdline(pid):
+    """pid's command line, arguments joined with spaces ("" for a zombie or when it is gone)."""
+    try:
+        fd = os.open("/proc/%d/cmdline" % pid, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return data.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+
+
 def all_processes(on_each=None):
     """{pid: Proc} of every process this /proc shows; on_each(proc) is called as each is read
     (to stop a forking process at once rather than after the whole scan)."""
