@@ -294,3 +294,15 @@ def test_a_subprocess_killed_for_memory_is_reported(kernel_factory, memory_cgrou
     # Said once, and the kernel is as it was.
     r = c.run("kept")
     assert r["result"] == "'before'" and "notice" not in r, r
+
+
+def test_a_script_whose_process_is_killed_for_memory_is_told_so(kernel_factory, memory_cgroup):
+    """A shell sees exit status 137, as for any SIGKILL: the reply says it was memory."""
+    k = kernel_factory(cgroup=memory_cgroup)
+    c = k.client(timeout=120)
+    r = c.ok("bash", script="python3 -c 'x = b\"x\" * (1 << 30)'; echo $?")
+    assert r["stdout"] == "137\n" and r["exit_code"] == 0, r
+    assert r["oom_kills"] == 1, r
+    assert r["notice"].startswith("the sandbox ran out of memory: its limit (%d MiB) was reached"
+                                  % (MEMORY_LIMIT >> 20)), r
+    assert "notice" not in c.ok("bash", script="true")

@@ -131,14 +131,16 @@ Wire protocol (version 2)
                level, so subprocesses and C extensions are captured too.
     bash    {script, timeout?, cwd?, max_output_bytes?, execution_id?} -> exit_code (128+signal
                when killed), stdout, stderr, timed_out, duration_ms, truncated, replayed,
-               killed_processes (only when some were killed). /bin/bash -c under a supervisor
-               (supervisor.py) that is a child subreaper: when the script ends or times out,
-               every process it left (background, setsid, double-forked) is stopped and killed,
-               so the reply comes when nothing of the script is left. Timeout: exit_code 137,
-               timed_out true. No process slot to start it: ResourceExhausted "no free process
-               slots in the sandbox (pids limit); a process is forking without end". The script
-               gets the kernel's environment and cwd (default the output dir, confined like
-               files). With an execution_id the script runs once (Run once, below).
+               killed_processes (only when some were killed), oom_kills and notice (only when
+               processes were killed for memory while it ran: see Processes). /bin/bash -c
+               under a supervisor (supervisor.py) that is a child subreaper: when the script
+               ends or times out, every process it left (background, setsid, double-forked) is
+               stopped and killed, so the reply comes when nothing of the script is left.
+               Timeout: exit_code 137, timed_out true. No process slot to start it:
+               ResourceExhausted "no free process slots in the sandbox (pids limit); a process
+               is forking without end". The script gets the kernel's environment and cwd
+               (default the output dir, confined like files). With an execution_id the script
+               runs once (Run once, below).
     vars    -> variables [{name, type, kind data|function|class|module, persisted, reason?,
                size?, preview}] (user names: no _-prefixed, kernel-provided or builtin names)
     get     {name} -> name, value_type (qualified type name; not "type", which the envelope
@@ -201,10 +203,11 @@ Processes
     Each is named once, by the cell that started it.
     Memory: when the sandbox's memory cgroup (memory.events of v2, memory.oom_control of v1)
     counts out-of-memory kills during a cell that the kernel survived (a subprocess, a clone, a
-    bash job's process), the reply gets oom_kills: N and notice "the sandbox ran out of memory:
-    its limit (256 MiB) was reached and the system killed N of its processes (a killed
-    subprocess shows returncode -9, a shell exit status 137); the kernel and its variables are
-    intact". (When the kernel itself is killed, the host reports a MemoryError.)
+    bash job's process) or during a bash script, the reply gets oom_kills: N and notice "the
+    sandbox ran out of memory: its limit (256 MiB) was reached and the system killed N of its
+    processes (a killed subprocess shows returncode -9, a shell exit status 137); the kernel
+    and its variables are intact". (When the kernel itself is killed, the host reports a
+    MemoryError.)
 
 Descriptors
     The kernel keeps its own long-lived descriptors (listening socket, connections, epoll,

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 
+from .cgroups import MemoryLimit
 from .descriptors import move_high, move_socket_high
 from .log import fd as log_fd
 from .output_capture import DEFAULT_MAX_OUTPUT, Capped
@@ -95,9 +96,12 @@ class Supervisor:
 class ProcessOps:
     """bash and install; safe on any thread (several may run at once)."""
 
-    def __init__(self, workspace):
+    def __init__(self, workspace, memory_limit=None):
+        """memory_limit: a cgroups.MemoryLimit (default: the sandbox's), to tell a script that
+        processes were killed for memory while it ran."""
         self.ws = workspace
         self.supervisor = Supervisor()
+        self.memory_limit = memory_limit if memory_limit is not None else MemoryLimit()
         self.package_re = None
 
     def _run_process(self, argv, timeout, cwd, max_out):
@@ -106,6 +110,7 @@ class ProcessOps:
         import selectors
 
         t0 = time.perf_counter()
+        oom_kills_before = self.memory_limit.oom_kills()
         pipes = [os.pipe() for _ in range(4)]  # stdout, stderr, status, job
         (out_r, out_w), (err_r, err_w), (st_r, st_w), (job_r, job_w) = pipes
         reads = [move_high(fd) for fd in (out_r, err_r, st_r)]
@@ -191,6 +196,11 @@ class ProcessOps:
                   "truncated": truncated}
         if status.get("killed_processes"):
             result["killed_processes"] = status["killed_processes"]
+        oom_kills_after = self.memory_limit.oom_kills()
+        if None not in (oom_kills_before, oom_kills_after) and oom_kills_after > oom_kills_before:
+            # Exit status 137 alone reads like a timeout or a kill by hand.
+            result["oom_kills"] = oom_kills_after - oom_kills_before
+            result["notice"] = self.memory_limit.ran_out_text(result["oom_kills"])
         return result
 
     def op_bash(self, msg):
