@@ -71,7 +71,8 @@ struct McpClient::Impl {
     McpServerInfo info;
   };
 
-  explicit Impl(McpServerConfig config) : config_(std::move(config)) {}
+  Impl(McpServerConfig config, TransportFactory make_transport)
+      : config_(std::move(config)), make_transport_(std::move(make_transport)) {}
 
   core::Result<std::shared_ptr<Connection>> ensure_connected();
   core::Result<Json> request_on(const std::shared_ptr<Connection>& conn, const std::string& method,
@@ -85,6 +86,7 @@ struct McpClient::Impl {
   std::string who() const;
 
   const McpServerConfig config_;
+  const TransportFactory make_transport_;
   mutable std::mutex mu_;
   std::shared_ptr<Connection> conn_;           // GUARDED_BY(mu_); null = not connected
   std::mutex connect_mu_;                      // serializes connection attempts
@@ -95,7 +97,11 @@ struct McpClient::Impl {
   std::function<void()> on_tools_changed_;  // GUARDED_BY(mu_)
 };
 
-McpClient::McpClient(McpServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+McpClient::McpClient(McpServerConfig config)
+    : McpClient(std::move(config), [](const McpServerConfig& c) { return make_transport(c); }) {}
+
+McpClient::McpClient(McpServerConfig config, TransportFactory make_transport)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(make_transport))) {}
 
 McpClient::~McpClient() { impl_->close(); }
 
@@ -235,7 +241,7 @@ core::Result<std::shared_ptr<McpClient::Impl::Connection>> McpClient::Impl::ensu
     fail_all(old, core::unavailable(fmt::format("{}: the connection was restarted", who())), true);
   }
   auto conn = std::make_shared<Connection>();
-  conn->transport = make_transport(config_);
+  conn->transport = make_transport_(config_);
   std::weak_ptr<Connection> weak = conn;
   TransportHandlers h;
   h.on_message = [this, weak](Json m) {

@@ -64,8 +64,8 @@ bool is_response_to(const Json& msg, const Json& id) {
 
 class StreamableHttpTransport final : public McpTransport {
  public:
-  explicit StreamableHttpTransport(McpServerConfig config)
-      : config_(std::move(config)), http_(core::default_transport()) {}
+  StreamableHttpTransport(McpServerConfig config, std::shared_ptr<core::HttpTransport> http)
+      : config_(std::move(config)), http_(std::move(http)) {}
   ~StreamableHttpTransport() override { close(); }
 
   core::Status start(TransportHandlers handlers, std::chrono::milliseconds) override {
@@ -345,7 +345,12 @@ class SseTransport final : public McpTransport {
 }  // namespace
 
 std::unique_ptr<McpTransport> make_streamable_http_transport(const McpServerConfig& config) {
-  return std::make_unique<StreamableHttpTransport>(config);
+  return make_streamable_http_transport(config, core::default_transport());
+}
+
+std::unique_ptr<McpTransport> make_streamable_http_transport(
+    const McpServerConfig& config, std::shared_ptr<core::HttpTransport> http) {
+  return std::make_unique<StreamableHttpTransport>(config, std::move(http));
 }
 
 std::unique_ptr<McpTransport> make_sse_transport(const McpServerConfig& config) {

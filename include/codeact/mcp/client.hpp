@@ -55,9 +55,16 @@ struct McpServerInfo {
   Json capabilities = Json::object();
 };
 
+// Makes the transport of each connection (a restart makes a new one).
+using TransportFactory = std::function<std::unique_ptr<McpTransport>(const McpServerConfig&)>;
+
 class McpClient {
  public:
+  // Connects through make_transport(config) (transport.hpp): the transport the config names.
   explicit McpClient(McpServerConfig config);
+  // Connects through transports made by `make_transport` instead: a fake in tests, a fuzzed one,
+  // or an application's own.
+  McpClient(McpServerConfig config, TransportFactory make_transport);
   ~McpClient();
   McpClient(const McpClient&) = delete;
   McpClient& operator=(const McpClient&) = delete;
