@@ -237,6 +237,9 @@ class SandboxManager::Impl {
   // Stops and starts the container (the kernel restores its snapshot); `why` goes first in the
   // notice. Returns the new kernel's hello.
   Result<Json> restart_kernel(const std::string& id, const std::string& why, std::string* notice);
+  // The recorded reply of `execution_id` when the (restarted) kernel says that execute committed;
+  // nullopt when it did not, when there is no id, or when the kernel cannot say.
+  std::optional<Json> committed_reply(const std::string& id, const std::string& execution_id);
   Result<KernelAuth> auth_for(const std::string& id);
   void forget_auth(const std::string& id);
   Result<std::unique_ptr<KernelChannel>> open_channel(const std::string& id, std::string* notice);
@@ -1288,6 +1291,19 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
   }
   std::string restarted;
   CODEACT_TRY(Json hello, restart_kernel(id, why, &restarted));
+  if (auto committed = committed_reply(id, req.execution_id)) {
+    // The crash came after the cell's state and reply were saved: the cell is done, and saying
+    // it was lost would have the model run it again (applied twice).
+    ExecuteResult done = ExecuteResult::from_json(*committed);
+    done.replayed = true;
+    done.kernel_restarted = true;
+    std::string said = fmt::format(
+        "{}, after this cell had completed and its state was saved; its recorded reply is "
+        "given, and the kernel was restarted from the snapshot of cell {}",
+        why, core::json_int(hello, "cell"));
+    done.notice = done.notice.empty() ? said : said + "; " + done.notice;
+    return done;
+  }
   out.cell = core::json_int(hello, "cell");
   out.timed_out = type == "TimeoutError";
   out.error = CellError{
@@ -1300,6 +1316,18 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
   if (!lost.empty()) out.error->message += "; not restored: " + names_with_reasons(lost);
   out.notice = out.error->message;
   return out;
+}
+
+std::optional<Json> SandboxManager::Impl::committed_reply(const std::string& id,
+                                                          const std::string& execution_id) {
+  if (execution_id.empty()) return std::nullopt;
+  auto r = authenticated_call(id, "execution.get", Json{{"execution_id", execution_id}},
+                              {.timeout = 30s}, nullptr);
+  // A kernel too old for the op (Unimplemented) or unreachable again: nothing known committed.
+  if (!r.ok() || !core::json_bool(*r, "found")) return std::nullopt;
+  Json reply = r->value("reply", Json());
+  if (!reply.is_object()) return std::nullopt;
+  return reply;
 }
 
 Result<BashResult> SandboxManager::Impl::bash(const std::string& id, const std::string& script,

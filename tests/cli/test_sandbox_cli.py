@@ -32,6 +32,41 @@ def test_exec_reads_code_from_stdin_and_honours_exec_id(cli, sandbox):
     assert j["result"] == "1"
 
 
+# A cell that, run in the kernel process, makes the kernel die the way a crash would at the worst
+# moment: SIGKILL right after its own commit (the manifest naming its execution is written) and
+# before its reply leaves.
+DIE_AFTER_COMMIT = """import os, signal, sys
+_store = next(m for n, m in sys.modules.items() if n.endswith('codeact_kernel.state_store'))
+_write_manifest = _store.StateStore.write_manifest
+def _then_die(self, *args, **kwargs):
+    _write_manifest(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+_store.StateStore.write_manifest = _then_die
+applied = globals().get('applied', 0) + 1
+print('ran once')
+applied"""
+
+
+def test_a_kernel_killed_after_its_cell_committed_reports_the_cell_done_not_lost(cli, sandbox):
+    # Found by the chaos suite: the cell was reported as KernelDied ("changes this cell made are
+    # lost") although its state was saved, so the model ran it again and it was applied twice.
+    p, j = cli.json("sandbox", "exec", sandbox, "--exec-id", "commit-then-die", "--json",
+                    DIE_AFTER_COMMIT, check=0)
+    assert j["ok"] is True and j["error"] is None, j
+    assert j["result"] == "1" and j["stdout"] == "ran once\n", j
+    assert j["replayed"] is True and j["kernel_restarted"] is True, j
+    assert "the kernel was killed (SIGKILL), after this cell had completed and its state was " \
+           "saved; its recorded reply is given" in j["notice"], j
+    # The restarted kernel has the cell's state, once; the same execution again runs nothing.
+    p, j = cli.json("sandbox", "exec", sandbox, "--json", "applied", check=0)
+    assert j["result"] == "1"
+    p, j = cli.json("sandbox", "exec", sandbox, "--exec-id", "commit-then-die", "--json",
+                    DIE_AFTER_COMMIT, check=0)
+    assert j["replayed"] is True and j["result"] == "1" and not j["kernel_restarted"], j
+    p, j = cli.json("sandbox", "exec", sandbox, "--json", "applied", check=0)
+    assert j["result"] == "1"
+
+
 def test_exec_timeout(cli, sandbox):
     p, j = cli.json("sandbox", "exec", sandbox, "--timeout", "1", "--json", "import time; time.sleep(30)", check=1)
     assert j["error"]["type"] == "TimeoutError"

@@ -91,12 +91,12 @@ Wire protocol (version 2)
     stream), bridge calls (below), and for an execute that arrives while another execute runs
     (e.g. one whose client gave up), first {"type": "queued", "running": {"cell", "execution_id"
     (or null), "running_ms"}} about the one running, then {"type": "started", "cell": M} when it
-    starts (a cell that runs at once gets neither). Ops touching the namespace (execute, vars,
-    get, clear, define, bridge.register, shutdown) run one at a time on the main thread, in
-    arrival order; hello answers at once; bash and install run on a pool of 4 threads, files.*
-    on a pool of 2 (queued when all are busy). One server thread does all socket I/O: no thread
-    or process is created per connection or request, so a sandbox at its process limit is still
-    answered.
+    starts (a cell that runs at once gets neither). Ops touching the namespace (execute,
+    execution.get, vars, get, clear, define, bridge.register, shutdown) run one at a time on the
+    main thread, in arrival order; hello answers at once; bash and install run on a pool of 4
+    threads, files.* on a pool of 2 (queued when all are busy). One server thread does all
+    socket I/O: no thread or process is created per connection or request, so a sandbox at its
+    process limit is still answered.
 
     hello   -> kernel_version, protocol: 2, python_version, pid, sandbox_id, cell (last
                committed cell), restored: [names], lost: [{name, reason}] (names the snapshot
@@ -129,6 +129,10 @@ Wire protocol (version 2)
                Output: head and tail halves of max_output_bytes kept, with a line
                "... [N bytes omitted] ..." between. Output is captured at the file-descriptor
                level, so subprocesses and C extensions are captured too.
+    execution.get {execution_id} -> found, reply (the recorded reply of that execute, or null):
+               whether it committed. A host whose kernel died or was killed mid-execute asks
+               the restarted kernel, so a cell that committed just before the crash is
+               reported with its reply, not as lost (and is not run again by the model).
     bash    {script, timeout?, cwd?, max_output_bytes?, execution_id?} -> exit_code (128+signal
                when killed), stdout, stderr, timed_out, duration_ms, truncated, replayed,
                killed_processes (only when some were killed), oom_kills and notice (only when

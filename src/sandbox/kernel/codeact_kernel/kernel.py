@@ -21,7 +21,7 @@ from .namespace import Namespace
 from .output_capture import OutputRouter
 from .process_ops import ProcessOps
 from .protocol import PROTOCOL_VERSION, OpError, Server, answer, bind_listener, error_reply
-from .run_once import RunOnce
+from .run_once import RunOnce, execution_id
 from .state_store import StateStore
 from .watchdog import Watchdog
 from .workers import WorkerPool
@@ -29,7 +29,8 @@ from .workers import WorkerPool
 KERNEL_VERSION = "0.2.0"
 # Ops touching the namespace run one at a time on the main thread, in arrival order.
 MAIN_OPS = frozenset(
-    ["execute", "vars", "get", "clear", "define", "bridge.register", "shutdown"])
+    ["execute", "execution.get", "vars", "get", "clear", "define", "bridge.register",
+     "shutdown"])
 # Ops that never touch the namespace run on fixed pools of threads started with the kernel.
 PROCESS_OPS = frozenset(["bash", "install"])
 FILE_OPS = frozenset(["files.list", "files.read", "files.write"])
@@ -116,6 +117,7 @@ class Kernel:
         self.cells = Cells(self.names, self.store, self.persistence, self.ws, self.router,
                            self.watchdog, self.bridge, self.process_limit)
         self.main_handlers["define"] = self.cells.op_define
+        self.main_handlers["execution.get"] = self.op_execution_get
         forks.install([self.server.kernel_fds, self.router.fds, self.processes.supervisor.fds,
                        self.process_limit.fds, lambda: [log_fd]], self.processes.supervisor.pid)
         builtins.ToolError = ToolError
@@ -242,6 +244,15 @@ class Kernel:
         os._exit(0)
 
     # ----------------------------------------------------------------- ops
+
+    def op_execution_get(self, msg):
+        """Whether execution_id committed, and its recorded reply: what a host that lost the
+        kernel mid-execute asks the restarted one before it reports the execute as lost."""
+        exec_id = execution_id(msg)
+        if exec_id is None:
+            raise OpError("InvalidArgument", "execution.get needs an execution_id")
+        reply = self.cells.recorded(exec_id)
+        return {"found": reply is not None, "reply": reply}
 
     def op_hello(self):
         lost = list(self.restore_errors)
