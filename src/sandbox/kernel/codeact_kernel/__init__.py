@@ -169,6 +169,12 @@ Wire protocol (version 2)
                crash has no record and runs again.
     bridge.register {functions: [{name, signature: "def f(a: int) -> Any", doc}]} -> registered
     define  {source} -> defined [names] (kernel-provided: not listed, not persisted)
+               bridge.register and define requests that succeeded are kept in
+               state/provided.json (provided.py) and made again when a kernel starts, after the
+               restore: a kernel restarted after a crash has the host's functions without being
+               sent them again. A request made again moves to the end (the last define of a name
+               wins). One that fails at start-up is listed in hello's lost as "<define>" or
+               "<bridge.register>".
     shutdown -> reply, commit, exit 0
 
     Bridge call, kernel -> host, on the connection of the running execute:

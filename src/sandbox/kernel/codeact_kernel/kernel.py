@@ -21,6 +21,7 @@ from .namespace import Namespace
 from .output_capture import OutputRouter
 from .process_ops import ProcessOps
 from .protocol import PROTOCOL_VERSION, OpError, Server, answer, bind_listener, error_reply
+from .provided import ProvidedLog
 from .run_once import RunOnce, execution_id
 from .state_store import StateStore
 from .watchdog import Watchdog
@@ -74,11 +75,14 @@ class Kernel:
         self.restored = []
         self.restore_errors = []
         self.jobs = queue.SimpleQueue()
+        # Functions the host provides are made again by a restarted kernel (provided.py).
+        self.provided = ProvidedLog(self.ws.state_dir, fsync)
         # Ops that change something run once per execution id (run_once.py).
         self.main_handlers = {
             "vars": self.names.op_vars, "get": self.names.op_get,
             "clear": once.wrap("clear", self.names.op_clear),
-            "bridge.register": self.names.op_bridge_register}
+            "bridge.register": self.provided.wrap("bridge.register",
+                                                  self.names.op_bridge_register)}
         self.pool_handlers = {
             "bash": once.wrap("bash", self.processes.op_bash),
             "install": once.wrap("install", self.processes.op_install),
@@ -116,7 +120,7 @@ class Kernel:
         self.router = OutputRouter(log_fd)
         self.cells = Cells(self.names, self.store, self.persistence, self.ws, self.router,
                            self.watchdog, self.bridge, self.process_limit)
-        self.main_handlers["define"] = self.cells.op_define
+        self.main_handlers["define"] = self.provided.wrap("define", self.cells.op_define)
         self.main_handlers["execution.get"] = self.op_execution_get
         forks.install([self.server.kernel_fds, self.router.fds, self.processes.supervisor.fds,
                        self.process_limit.fds, lambda: [log_fd]], self.processes.supervisor.pid)
@@ -135,6 +139,8 @@ class Kernel:
         if self.persistence:
             self.restored, self.restore_errors = self.store.restore(self.names.ns)
             self.cells.cell = self.store.cell
+        self.restore_errors += self.provided.replay({
+            "bridge.register": self.names.op_bridge_register, "define": self.cells.op_define})
         self.server.start()
         log("codeact-kernel ready (sandbox %s, cell %d, %d restored, %d restore errors, %.1f ms)"
             % (self.sandbox_id, self.cells.cell, len(self.restored), len(self.restore_errors),
