@@ -30,9 +30,16 @@ std::string describe_json(const Json& v) {
 }
 
 std::string number_text(double v) {
-  if (v == static_cast<double>(static_cast<int64_t>(v)))
-    return std::to_string(static_cast<int64_t>(v));
+  if (auto exact = exact_int64(v)) return std::to_string(*exact);
   return Json(v).dump();
+}
+
+std::optional<int64_t> exact_int64(double d) {
+  // [-2^63, 2^63): both bounds are exact doubles; NaN fails the comparison.
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return std::nullopt;
+  auto i = static_cast<int64_t>(d);
+  if (static_cast<double>(i) != d) return std::nullopt;
+  return i;
 }
 
 std::string join_path(const std::string& base, const std::string& key) {
@@ -53,8 +60,7 @@ bool type_matches(const Json& v, const std::string& type) {
   if (type == "string") return v.is_string();
   if (type == "integer")
     return v.is_number_integer() || v.is_number_unsigned() ||
-           (v.is_number_float() &&
-            v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+           (v.is_number_float() && schema_internal::exact_int64(v.get<double>()));
   if (type == "number") return v.is_number();
   if (type == "boolean") return v.is_boolean();
   if (type == "object") return v.is_object();

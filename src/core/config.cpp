@@ -24,43 +24,66 @@ bool looks_like_int(const std::string& s) {
   return true;
 }
 
-Json to_json(const YAML::Node& node) {
+// How much of a document to_json may build. Aliases share nodes in yaml-cpp's tree but become
+// copies in Json: an alias to an enclosing node is a cycle, and aliases of aliases grow
+// exponentially ("billion laughs"); both must end in an error, not a crash or all memory.
+struct YamlBudget {
+  const std::string& what;
+  size_t nodes_left = 1'000'000;
+};
+
+Result<Json> to_json(const YAML::Node& node, YamlBudget& budget, int depth = 0) {
+  if (depth > kMaxJsonDepth) {
+    return invalid_argument(
+        fmt::format("{} is nested more than {} levels deep (an alias inside the node it names?)",
+                    budget.what, kMaxJsonDepth));
+  }
+  if (budget.nodes_left-- == 0) {
+    return invalid_argument(
+        fmt::format("{} expands to more than a million values (aliases of aliases?)", budget.what));
+  }
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
-      return nullptr;
+      return Json(nullptr);
     case YAML::NodeType::Sequence: {
       Json arr = Json::array();
-      for (const auto& item : node) arr.push_back(to_json(item));
+      for (const auto& item : node) {
+        CODEACT_TRY(auto v, to_json(item, budget, depth + 1));
+        arr.push_back(std::move(v));
+      }
       return arr;
     }
     case YAML::NodeType::Map: {
       Json obj = Json::object();
-      for (const auto& kv : node) obj[kv.first.as<std::string>()] = to_json(kv.second);
+      for (const auto& kv : node) {
+        CODEACT_TRY(auto v, to_json(kv.second, budget, depth + 1));
+        obj[kv.first.as<std::string>()] = std::move(v);
+      }
       return obj;
     }
     case YAML::NodeType::Scalar: {
       const std::string& s = node.Scalar();
-      if (node.Tag() == "!") return s;  // quoted scalar: stays a string
-      if (s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
-      if (s == "true" || s == "True" || s == "TRUE") return true;
-      if (s == "false" || s == "False" || s == "FALSE") return false;
+      if (node.Tag() == "!") return Json(s);  // quoted scalar: stays a string
+      if (s == "~" || s == "null" || s == "Null" || s == "NULL") return Json(nullptr);
+      if (s == "true" || s == "True" || s == "TRUE") return Json(true);
+      if (s == "false" || s == "False" || s == "FALSE") return Json(false);
       if (looks_like_int(s)) {
         try {
-          return std::stoll(s);
+          return Json(std::stoll(s));
         } catch (...) {
-          return s;
+          return Json(s);
         }
       }
       char* end = nullptr;
       double d = std::strtod(s.c_str(), &end);
       if (!s.empty() && end == s.c_str() + s.size() &&
           (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '.'))
-        return d;
-      return s;
+        return Json(d);
+      return Json(s);
     }
   }
-  return nullptr;
+  return Json(nullptr);
 }
 
 Result<Json> interpolate(const Json& value, const EnvLookup& env, const std::string& path) {
@@ -104,7 +127,8 @@ std::optional<std::string> getenv_string(const std::string& name) {
 Result<Json> parse_yaml(const std::string& text, const std::string& what) {
   try {
     YAML::Node root = YAML::Load(text);
-    return to_json(root);
+    YamlBudget budget{what};
+    return to_json(root, budget);
   } catch (const YAML::Exception& e) {
     return invalid_argument(fmt::format("{} is not valid YAML (line {}, column {}): {}", what,
                                         e.mark.line + 1, e.mark.column + 1, e.msg));

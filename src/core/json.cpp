@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include "codeact/core/strings.hpp"
 
 namespace codeact::core {
@@ -37,6 +39,9 @@ Result<Json> parse_json(std::string_view text, std::string_view what) {
   } catch (const Json::parse_error& e) {
     return invalid_argument(
         fmt::format("{} is not valid JSON (byte {}): {}", what, e.byte, e.what()));
+  } catch (const Json::exception& e) {
+    // A number beyond a double's range (1e400) is out_of_range, not a parse_error.
+    return invalid_argument(fmt::format("{} cannot be read: {}", what, e.what()));
   }
 }
 
@@ -53,6 +58,13 @@ int64_t json_int(const Json& j, std::string_view key, int64_t fallback) {
   if (!j.is_object()) return fallback;
   auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return fallback;
+  if (it->is_number_float()) {
+    // Truncated like a cast, but only where a cast is defined: NaN and 1e300 give the fallback.
+    double d = it->get<double>();
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return fallback;
+    return static_cast<int64_t>(d);
+  }
+  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX}) return fallback;
   return it->get<int64_t>();
 }
 

@@ -275,9 +275,13 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
     for (const auto& item : items) {
       if (!item.is_number())
         return site.error("filter 'sum' needs numbers, got " + type_name(item));
-      if (total.is_number_integer() && item.is_number_integer())
-        total = total.get<int64_t>() + item.get<int64_t>();
-      else
+      if (total.is_number_integer() && item.is_number_integer()) {
+        auto a = signed_int(total), b = signed_int(item);
+        int64_t sum = 0;
+        if (!a || !b || __builtin_add_overflow(*a, *b, &sum))
+          return site.error("integer overflow in filter 'sum'");
+        total = sum;
+      } else
         total = total.get<double>() + item.get<double>();
     }
     return Value{total};
@@ -292,7 +296,10 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
   if (name == "int") {
     const Value* fallback = args.get(0, "default");
     Json d = fallback ? fallback->json : Json(0);
-    if (v.is_number_float()) return Value{Json(static_cast<int64_t>(v.get<double>()))};
+    if (v.is_number_float()) {
+      auto truncated = truncate_to_int64(v.get<double>());
+      return truncated ? Value{Json(*truncated)} : Value{d};
+    }
     if (v.is_number() || v.is_boolean())
       return Value{Json(v.is_boolean() ? (v.get<bool>() ? 1 : 0) : v.get<int64_t>())};
     if (v.is_string()) {
@@ -300,7 +307,8 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
         size_t used = 0;
         std::string s = strip(v.get<std::string>(), kWhitespace, true, true);
         double parsed = std::stod(s, &used);
-        if (used == s.size()) return Value{Json(static_cast<int64_t>(parsed))};
+        auto truncated = truncate_to_int64(parsed);
+        if (used == s.size() && truncated) return Value{Json(*truncated)};
       } catch (...) {
       }
     }
@@ -322,7 +330,11 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
     return Value{d};
   }
   if (name == "abs") {
-    if (v.is_number_integer()) return Value{Json(std::abs(v.get<int64_t>()))};
+    if (v.is_number_unsigned()) return Value{v};
+    if (v.is_number_integer()) {
+      if (v.get<int64_t>() == INT64_MIN) return site.error("integer overflow in filter 'abs'");
+      return Value{Json(std::abs(v.get<int64_t>()))};
+    }
     if (v.is_number()) return Value{Json(std::fabs(v.get<double>()))};
     return site.error("filter 'abs' needs a number, got " + type_name(v));
   }
@@ -376,7 +388,7 @@ Result<bool> apply_test(const std::string& name, const Value& input, const Args&
     CODEACT_TRY_STATUS(need_arg());
     CODEACT_TRY(auto d, int_arg(arg, 1, "divisibleby argument", site));
     if (d == 0) return site.error("test 'divisibleby' with 0");
-    return n % d == 0;
+    return d == -1 || n % d == 0;  // INT64_MIN % -1 would trap
   }
   if (name == "eq" || name == "equalto" || name == "==" || name == "sameas") {
     CODEACT_TRY_STATUS(need_arg());

@@ -2,8 +2,11 @@
 // syntax tree (parser) and the parsed Program the renderer walks. Used only by template_*.cpp.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -144,6 +147,16 @@ struct Args {
   // The argument at `index` or named `name`, or nullptr.
   const Value* get(size_t index, std::string_view name) const;
 };
+
+// Decimal digits as an int64_t; nullopt when out of range (no exception, unlike std::stoll).
+std::optional<int64_t> parse_int64(std::string_view digits);
+// A float truncated toward zero as Python's int() does, when the result fits an int64_t; nullopt
+// for NaN, infinities and values outside it (a plain cast would be undefined behaviour).
+std::optional<int64_t> truncate_to_int64(double d);
+
+// An integer value as int64_t (JSON's non-negative integers are stored unsigned); nullopt above
+// INT64_MAX.
+std::optional<int64_t> signed_int(const Json& integer);
 
 // Python truthiness (None, False, 0, "", [] and {} are false).
 bool truthy(const Json& value);

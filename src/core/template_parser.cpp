@@ -2,6 +2,9 @@
 // Precedence follows jinja2's parser: cond-expr < or < and < not < comparison/in < + - < ~
 // < * / // % < unary - < postfix (. [] ()) and filters/tests.
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 
 #include "template_internal.hpp"
 
@@ -397,17 +400,20 @@ class Parser {
       }
       case TokenKind::kInteger: {
         auto e = make(Expr::Kind::kLiteral, pos);
-        try {
-          e->literal = static_cast<int64_t>(std::stoll(t.value));
-        } catch (...) {
-          return template_error(name_, pos, "integer literal out of range: " + t.value);
-        }
+        auto value = parse_int64(t.value);
+        if (!value) return template_error(name_, pos, "integer literal out of range: " + t.value);
+        e->literal = *value;
         next();
         return e;
       }
       case TokenKind::kFloat: {
         auto e = make(Expr::Kind::kLiteral, pos);
-        e->literal = std::stod(t.value);
+        char* end = nullptr;
+        errno = 0;
+        double d = std::strtod(t.value.c_str(), &end);
+        if (errno == ERANGE && std::isinf(d))
+          return template_error(name_, pos, "float literal out of range: " + t.value);
+        e->literal = d;  // an underflow reads as 0.0 or the nearest subnormal, as in Python
         next();
         return e;
       }
@@ -489,7 +495,11 @@ class Parser {
         if (peek().kind == TokenKind::kInteger) {  // foo.0 is foo[0]
           attr = make(Expr::Kind::kIndex, pos);
           attr->args.push_back(std::move(e));
-          attr->args.push_back(literal(peek().pos, static_cast<int64_t>(std::stoll(next().value))));
+          Position at = peek().pos;
+          std::string digits = next().value;
+          auto index = parse_int64(digits);
+          if (!index) return template_error(name_, at, "index out of range: " + digits);
+          attr->args.push_back(literal(at, *index));
         } else {
           CODEACT_TRY(auto n, expect_name("an attribute name after '.'"));
           attr = make(Expr::Kind::kAttr, pos);

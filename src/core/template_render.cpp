@@ -258,7 +258,11 @@ class Renderer {
                        "bad operand for unary -: " + (v.undefined ? v.hint : type_name(v.json)));
         }
         if (v.json.is_number_float()) return Value{Json(-v.json.get<double>())};
-        return Value{Json(-v.json.get<int64_t>())};
+        auto operand = signed_int(v.json);
+        int64_t negated = 0;
+        if (!operand || __builtin_sub_overflow(int64_t{0}, *operand, &negated))
+          return error(e.pos, "integer overflow in unary -");
+        return Value{Json(negated)};
       }
       case Expr::Kind::kNot: {
         CODEACT_TRY(auto v, eval(*e.args[0]));
@@ -325,9 +329,10 @@ class Renderer {
     }
     if (step == 0) return error(pos, "range() step must not be zero");
     Json out = Json::array();
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
       if (out.size() >= 100000) return error(pos, "range() longer than 100000 items");
       out.push_back(i);
+      if (__builtin_add_overflow(i, step, &i)) break;  // the next one would be past int64_t
     }
     return Value{out};
   }
@@ -410,10 +415,16 @@ class Renderer {
       return Value{Json(l.get<double>() / r.get<double>())};
     }
     if (ints) {
-      int64_t a = l.get<int64_t>(), b = r.get<int64_t>();
-      if (op == "+") return Value{Json(a + b)};
-      if (op == "-") return Value{Json(a - b)};
-      if (op == "*") return Value{Json(a * b)};
+      // Python's integers do not overflow; ours are int64_t, and going past it is an error.
+      auto la = signed_int(l), rb = signed_int(r);
+      if (!la || !rb) return error(e.pos, "integer overflow in " + op);
+      int64_t a = *la, b = *rb, out = 0;
+      bool overflow = (op == "+" && __builtin_add_overflow(a, b, &out)) ||
+                      (op == "-" && __builtin_sub_overflow(a, b, &out)) ||
+                      (op == "*" && __builtin_mul_overflow(a, b, &out)) ||
+                      ((op == "//" || op == "%") && a == INT64_MIN && b == -1);
+      if (overflow) return error(e.pos, "integer overflow in " + op);
+      if (op == "+" || op == "-" || op == "*") return Value{Json(out)};
       if (b == 0) return error(e.pos, "integer division or modulo by zero");
       int64_t q = a / b, m = a % b;
       if (m != 0 && ((m < 0) != (b < 0))) {  // Python floors

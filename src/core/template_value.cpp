@@ -226,6 +226,28 @@ std::string python_str(const Json& value) {
 
 namespace template_internal {
 
+std::optional<int64_t> parse_int64(std::string_view digits) {
+  int64_t value = 0;
+  auto r = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (r.ec != std::errc() || r.ptr != digits.data() + digits.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<int64_t> signed_int(const Json& integer) {
+  if (integer.is_number_unsigned()) {
+    auto u = integer.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  return integer.get<int64_t>();
+}
+
+std::optional<int64_t> truncate_to_int64(double d) {
+  double t = std::trunc(d);  // NaN stays NaN and fails the comparison below
+  if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0)) return std::nullopt;
+  return static_cast<int64_t>(t);
+}
+
 const Value* Args::get(size_t index, std::string_view name) const {
   if (index < positional.size()) return &positional[index];
   for (const auto& [key, value] : keyword) {

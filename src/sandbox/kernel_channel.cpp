@@ -340,6 +340,11 @@ core::Result<Json> KernelChannel::read_frame(Clock::time_point deadline, bool ha
     close();
     return core::data_loss(j.error().message());
   }
+  if (!j->is_object()) {
+    close();
+    return core::data_loss(fmt::format("the kernel sent a frame that is not a JSON object: {}",
+                                       core::json_preview(*j)));
+  }
   return std::move(j).value();
 }
 

@@ -126,6 +126,30 @@ TEST(SchemaTest, JsonSchemaSubsetValidation) {
             "- target: does not match any of the allowed schemas, got an array");
 }
 
+// Found by tests/fuzz (json_schema_validator, input corpus/json_schema_validator/integer_edges):
+// an integral float too large for int64_t was cast to it (undefined behaviour) when checking
+// "integer" and when printing a schema's bound.
+TEST(SchemaTest, HugeIntegralFloatsAreNotCastToInt64) {
+  Json schema = Json::parse(R"({"type": "array", "items": {"type": "integer", "maximum": 1e20}})");
+  auto errors = validate_json_schema(Json::parse("[2.0, 1e300, -1e19, 2.5]"), schema);
+  EXPECT_EQ(format_arg_errors(errors),
+            "3 validation errors:\n"
+            "- (arguments)[1]: expected an integer, got 1e+300\n"
+            "- (arguments)[2]: expected an integer, got -1e+19\n"
+            "- (arguments)[3]: expected an integer, got 2.5");
+  auto above = validate_json_schema(Json::parse("[1e21]"), Json::parse(R"({"type": "array",
+    "items": {"type": "number", "maximum": 1e20}})"));
+  EXPECT_EQ(format_arg_errors(above),
+            "1 validation error:\n- (arguments)[0]: must be <= 1e+20, got 1e+21");
+  auto typed = parse_args<SearchArgs>(Json::parse(R"({"query": "q", "exact": true,
+                                                      "limit": 1e300, "weights": {"w": 3e9}})"));
+  ASSERT_FALSE(typed.ok());
+  EXPECT_EQ(typed.error().message(),
+            "2 validation errors:\n"
+            "- limit: integer 1e+300 is out of range\n"
+            "- weights.w: integer 3000000000 is out of range");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Toolsets
 

@@ -79,3 +79,33 @@ TEST(Config, SearchOrderPrefersExplicitThenEnvThenCwd) {
   fs::current_path(cwd);
   fs::remove_all(dir);
 }
+
+// Found by tests/fuzz (yaml_config, input corpus/yaml_config/regression-recursive-alias): an
+// alias inside the node it names (`base: &base {x: *base}`) made the YAML -> Json conversion
+// recurse until the stack overflowed.
+TEST(Config, RecursiveAliasIsAnErrorNotAStackOverflow) {
+  auto j = parse_yaml("base: &base { model_name: m, again: *base }\n", "app_conf.yml");
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.error().code(), Code::kInvalidArgument);
+  EXPECT_NE(j.error().message().find("app_conf.yml is nested more than 256 levels deep"),
+            std::string::npos)
+      << j.error().message();
+}
+
+// The same conversion copies what an alias names, so aliases of aliases grow exponentially.
+TEST(Config, AliasesThatExpandToBillionsOfValuesAreRefused) {
+  std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    std::string prev = "*a" + std::to_string(i - 1);
+    yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) yaml += (k ? ", " : "") + prev;
+    yaml += "]\n";
+  }
+  auto j = parse_yaml(yaml, "app_conf.yml");
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.error().message().find("expands to more than a million values"), std::string::npos)
+      << j.error().message();
+  auto fine = parse_yaml("base: &b {t: 1}\nuse: *b\nagain: *b\n");
+  ASSERT_TRUE(fine.ok());
+  EXPECT_EQ((*fine)["again"]["t"], 1);
+}

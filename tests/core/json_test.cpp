@@ -16,6 +16,32 @@ TEST(ParseJson, ASyntaxErrorNamesWhatAndTheByte) {
       << j.error().message();
 }
 
+// Found by tests/fuzz (python_signature and json_schema_validator): a number too large for a
+// double made nlohmann throw out_of_range, which parse_json did not catch, so a provider answer,
+// an MCP message or a kernel frame holding 1e400 threw out of the code that reads them.
+TEST(ParseJson, ANumberBeyondADoubleIsAnErrorNotAnException) {
+  auto j = parse_json(R"({"inputSchema": {"maximum": 111110E111111111111111}})", "the tool");
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.error().code(), Code::kInvalidArgument);
+  EXPECT_NE(j.error().message().find("the tool cannot be read"), std::string::npos)
+      << j.error().message();
+  EXPECT_FALSE(parse_json("[2.5e+308]").ok());
+  EXPECT_TRUE(parse_json("[1.7e+308, -1e-400]").ok());
+}
+
+// Seen while fixing the above (by reading, not by a fuzz run): json_int, which reads e.g. an MCP
+// error's "code", cast a float outside int64_t to it, which is undefined behaviour.
+TEST(JsonInt, AFloatOutsideInt64GivesTheFallback) {
+  Json j = Json::parse(R"({"big": 1e300, "neg": -1e19, "frac": 2.7, "u": 18446744073709551615,
+                           "min": -9223372036854775808, "text": "3"})");
+  EXPECT_EQ(json_int(j, "big", -1), -1);
+  EXPECT_EQ(json_int(j, "neg", -1), -1);
+  EXPECT_EQ(json_int(j, "frac", -1), 2);
+  EXPECT_EQ(json_int(j, "u", -1), -1);
+  EXPECT_EQ(json_int(j, "min", -1), INT64_MIN);
+  EXPECT_EQ(json_int(j, "text", -1), -1);
+}
+
 TEST(ParseJson, NestingUpToTheLimitIsRead) {
   std::string text = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
   auto j = parse_json(text);

@@ -209,6 +209,42 @@ TEST(TemplateTest, RenderErrorsNameLineAndColumn) {
             std::string::npos);
 }
 
+// Found by tests/fuzz (template, input corpus/template/regression-attribute-index-out-of-range):
+// `user.555...5` (an attribute made of digits, read as an index) went to std::stoll, which threw
+// out of Template::parse.
+TEST(TemplateTest, NumbersTooLargeForTheirTypeAreSyntaxErrors) {
+  auto index = Template::parse("{{ user.55555555555555555555555 }}", "t");
+  ASSERT_FALSE(index.ok());
+  EXPECT_EQ(index.error().message(),
+            "template \"t\": line 1, column 9: index out of range: 55555555555555555555555");
+  auto literal = Template::parse("{{ 1e999 }}", "t");
+  ASSERT_FALSE(literal.ok());
+  EXPECT_EQ(literal.error().message(),
+            "template \"t\": line 1, column 4: float literal out of range: 1e999");
+  EXPECT_EQ(*render_template("{{ 1e-999 }} {{ items.1 }}", Json{{"items", {1, 2}}}), "0.0 2");
+}
+
+// Seen while fixing the above (by reading, not yet by a fuzz run): int64_t arithmetic that
+// overflows is undefined behaviour in C++ (Python's integers just grow); now a render error.
+TEST(TemplateTest, IntegerOverflowIsARenderError) {
+  const Json big{{"big", INT64_MAX}, {"min", INT64_MIN}, {"n", 3}};
+  for (const char* source :
+       {"{{ big + 1 }}", "{{ min - 1 }}", "{{ big * 2 }}", "{{ -min }}", "{{ min // -1 }}",
+        "{{ min % -1 }}", "{{ min | abs }}", "{{ [big, 1] | sum }}"}) {
+    auto r = render_template(source, big, "t");
+    ASSERT_FALSE(r.ok()) << source << " gave " << *r;
+    EXPECT_NE(r.error().message().find("integer overflow"), std::string::npos)
+        << r.error().message();
+  }
+  EXPECT_EQ(*render_template("{{ n + 1 }} {{ -n }} {{ n * -2 }} {{ min is divisibleby(-1) }}", big),
+            "4 -3 -6 True");
+  EXPECT_EQ(*render_template("{{ 1e300 | int(7) }} {{ '-2.5' | int }} {{ 2.9 | int }}", big),
+            "7 -2 2");
+  EXPECT_EQ(
+      *render_template("{{ range(9223372036854775806, 9223372036854775807, 5) | list }}", big),
+      "[9223372036854775806]");
+}
+
 TEST(TemplateTest, UndefinedIsEmptyByDefaultAndChainable) {
   // jinja2's default Undefined raises on `missing.attr`; codeact renders it empty too.
   EXPECT_EQ(*render_template("[{{ missing.attr.deeper }}][{{ missing[0] }}]", Json::object()),

@@ -31,6 +31,7 @@
 // Thread-safety: all functions are pure.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -111,6 +112,9 @@ namespace schema_internal {
 
 std::string describe_json(const Json& v);  // `"abc"`, `3`, `an object`, ... for messages
 std::string number_text(double v);         // 1 -> "1", 0.5 -> "0.5"
+// The int64_t equal to `d` (3.0 -> 3); nullopt for a fraction, NaN, infinity or a value outside
+// int64_t's range (1e300), which a cast would make undefined behaviour.
+std::optional<int64_t> exact_int64(double d);
 std::string join_path(const std::string& base, const std::string& key);
 std::string index_path(const std::string& base, size_t index);
 
@@ -156,8 +160,9 @@ struct Codec<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, boo
   static void parse(const Json& j, const std::string& path, T& out, std::vector<ArgError>& errors) {
     if (j.is_number_float()) {
       double d = j.get<double>();
-      if (d == static_cast<double>(static_cast<int64_t>(d))) {  // 3.0 is accepted as 3
-        out = static_cast<T>(d);
+      if (auto exact = exact_int64(d)) return parse(Json(*exact), path, out, errors);  // 3.0 is 3
+      if (std::isfinite(d) && std::trunc(d) == d) {
+        errors.push_back({path, "integer " + j.dump() + " is out of range"});
         return;
       }
     }

@@ -19,7 +19,8 @@ using Json = nlohmann::json;
 inline constexpr int kMaxJsonDepth = 256;
 
 // Parses text as JSON; a syntax error gives InvalidArgument naming `what` and the byte offset,
-// nesting deeper than kMaxJsonDepth InvalidArgument "<what> is nested more than 256 levels deep".
+// nesting deeper than kMaxJsonDepth InvalidArgument "<what> is nested more than 256 levels deep",
+// a number beyond a double's range (1e400) InvalidArgument too. Never throws.
 // Every JSON codeact reads from outside the process goes through here.
 Result<Json> parse_json(std::string_view text, std::string_view what = "JSON");
 
@@ -27,6 +28,7 @@ Result<Json> parse_json(std::string_view text, std::string_view what = "JSON");
 bool json_nests_deeper_than(std::string_view text, int limit = kMaxJsonDepth);
 
 // Returns j[key] if j is an object holding key with a value of the wanted type, else fallback.
+// json_int truncates a float (2.7 -> 2) and gives the fallback for one outside int64_t (1e300).
 std::string json_string(const Json& j, std::string_view key, std::string fallback = "");
 int64_t json_int(const Json& j, std::string_view key, int64_t fallback = 0);
 double json_number(const Json& j, std::string_view key, double fallback = 0);

@@ -18,9 +18,10 @@
 // answer is PermissionDenied and closes the channel.
 //
 // What the kernel sends is untrusted too (a cell runs inside the kernel and can write frames of its
-// own): a frame nested more than 256 arrays/objects deep is refused unparsed (DataLoss), a frame's
-// memory grows only with the bytes received, and a kernel that stops reading makes a send fail at
-// the call's deadline or on cancel (KernelCallOptions), never block.
+// own): a frame that is not a JSON object is refused (DataLoss), one nested more than 256
+// arrays/objects deep is refused unparsed (DataLoss), a frame's memory grows only with the bytes
+// received, and a kernel that stops reading makes a send fail at the call's deadline or on cancel
+// (KernelCallOptions), never block.
 //
 // One call at a time per channel (calls are serialized by a mutex); a channel is cheap to open,
 // so concurrent users open their own. A broken connection (the kernel died) gives Unavailable and
