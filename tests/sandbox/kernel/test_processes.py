@@ -79,6 +79,26 @@ def test_fork_bomb_in_a_cell_is_killed_and_the_next_request_answered(kernel_fact
     print("fork bomb cell: %d processes killed, reply after %.2f s" % (r["killed_processes"], took))
 
 
+def test_after_a_refused_fork_the_kernels_forks_fail_at_once(kernel_factory, pids_cgroup):
+    """Once the limit refused a fork of the cell, the kernel's own os.fork() fails for the rest
+    of the cell even with slots free again (what the cell forked is killed at its end anyway):
+    a fork bomb's loop in the kernel ends at the first refusal, however busy the machine."""
+    k = kernel_factory(cgroup=pids_cgroup)
+    c = k.client(timeout=60)
+    r = c.run("import os, time\nheld = []\n"
+              "while True:\n    try:\n        pid = os.fork()\n    except BlockingIOError:\n"
+              "        break\n    if pid == 0:\n        time.sleep(60)\n        os._exit(0)\n"
+              "    held.append(pid)\n"
+              "for pid in held:\n    os.kill(pid, 9)\n    os.waitpid(pid, 0)\n"
+              "os.fork()")
+    assert r["error"]["type"] == "BlockingIOError", r
+    assert r["error"]["message"] == ("[Errno 11] Resource temporarily unavailable (the sandbox's "
+                                     "process limit was reached during this cell)"), r
+    # The next cell forks again.
+    r = c.run("pid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)[1]")
+    assert r["result"] == "0", r
+
+
 def pids_current(cgroup):
     """Tasks charged to the cgroup: threads, and zombies until they are reaped."""
     with open(os.path.join(cgroup, "pids.current")) as f:

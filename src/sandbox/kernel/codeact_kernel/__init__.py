@@ -202,9 +202,13 @@ Processes
     when it ends: clones born during the cell and every process born during it under the
     kernel or its init (not the supervisor's), stopping them all first so a fork bomb cannot
     outrun it; the reply gets killed_processes: N and notice "the cell's processes used up the
-    sandbox's process limit (256); its N forked processes were killed". Clones of the bomb that
-    ended by themselves are reaped too (a zombie holds a process slot). Threads the kernel
-    needs all exist from the start (see Wire protocol), so the next request is answered.
+    sandbox's process limit (256); its N forked processes were killed" (N = 0: "...; none of its
+    forked processes was left running"). Clones of the bomb that ended by themselves are reaped
+    too (a zombie holds a process slot). From the first refusal on, os.fork() in the kernel
+    fails at once for the rest of the cell (BlockingIOError "Resource temporarily unavailable
+    (the sandbox's process limit was reached during this cell)"), so the bomb's loop in the
+    kernel ends then, however busy the machine. Threads the kernel needs all exist from the
+    start (see Wire protocol), so the next request is answered.
     Otherwise processes a cell started are left running (a model may start a server on purpose),
     and the reply names those still running when it ends, the same set the clean-up would kill,
     oldest first: left_running [{pid, command}] (the command line; "a fork of the kernel" for a

@@ -141,19 +141,21 @@ class Cells:
         refused_before = self._refused_before = self.process_limit.refused()
         oom_kills_before = self.memory_limit.oom_kills()
         since = process_tree.boot_ticks()
+        if refused_before is not None:
+            forks.watch_limit(lambda: self._hit_process_limit(refused_before, None))
         try:
             self.names.ns.update(variables)
             status, result, error, names, timed_out = self._run_cell(code, seq, timeout)
         finally:
+            forks.watch_limit(None)
             self.bridge.active = None
             self.bridge.journal = None
             self.router.stop()
-        killed = 0
-        if self._hit_process_limit(refused_before, error):
-            killed = self.process_limit.clean_up(since)
+        hit_limit = self._hit_process_limit(refused_before, error)
+        killed = self.process_limit.clean_up(since) if hit_limit else 0
         # What a model cannot see from inside the cell: processes it started that still run,
         # and processes the out-of-memory killer ended (a subprocess's returncode is just -9).
-        left = [] if killed else self.process_limit.left_running(since)
+        left = [] if hit_limit else self.process_limit.left_running(since)
         oom_kills_after = self.memory_limit.oom_kills()
         oom_kills = 0 if None in (oom_kills_before, oom_kills_after) else \
             oom_kills_after - oom_kills_before
@@ -175,7 +177,7 @@ class Cells:
         if oom_kills > 0:
             reply["oom_kills"] = oom_kills
             notices.append(self.memory_limit.ran_out_text(oom_kills))
-        if killed:
+        if hit_limit:  # said even when the bomb's processes had all ended by themselves
             reply["killed_processes"] = killed
             notices.append(forks.hit_limit_text(self.process_limit.limit, killed))
         if left:

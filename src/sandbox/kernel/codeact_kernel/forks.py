@@ -9,6 +9,7 @@ writing a frame. When a cell used up the sandbox's process limit, cleanup() kill
 the cell left behind (clones, and what they and the cell started), reported in the reply; when
 it did not, left_running() names the same set, so the reply tells the model what still runs."""
 
+import errno
 import os
 import signal
 
@@ -53,9 +54,26 @@ def interrupting(on):
     _interrupting = on
 
 
+# A fork bomb's clones die at their first refused fork and free their slots, so the kernel's own
+# os.fork() in the bomb's loop may go on succeeding for a long time on a busy machine (until its
+# unreaped children fill the table). Once the limit refused any fork of the cell, everything the
+# cell forked is killed when it ends anyway: the kernel's next os.fork() fails at once instead.
+_limit_reached = None  # callable while a cell runs: whether its forks hit the process limit
+
+
+def watch_limit(reached):
+    """Called by the kernel around a cell: reached() says whether the sandbox's process limit
+    refused a fork since the cell started (None between cells)."""
+    global _limit_reached
+    _limit_reached = reached
+
+
 def _fork():
     if _interrupting:
         raise KeyboardInterrupt
+    if _limit_reached is not None and not IS_CLONE and _limit_reached():
+        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable (the sandbox's "
+                              "process limit was reached during this cell)")
     return _real_fork()
 
 
@@ -312,7 +330,9 @@ def _stop_clone_group(spare):
 
 
 def hit_limit_text(limit, killed):
-    return ("the cell's processes used up the sandbox's process limit%s; its %d forked "
-            "processes were killed" % (" (%d)" % limit if limit else "", killed))
+    return ("the cell's processes used up the sandbox's process limit%s; %s" % (
+        " (%d)" % limit if limit else "",
+        "its %d forked processes were killed" % killed if killed
+        else "none of its forked processes was left running"))
 
 
