@@ -64,6 +64,10 @@ for t in "${targets[@]}"; do build_targets+=("${t}_fuzz"); done
 cmake --build "$BUILD_DIR" -j"${CODEACT_BUILD_JOBS:-2}" --target "${build_targets[@]}"
 [ "$build_only" = 1 ] && exit 0
 
+# Reports name functions and lines (llvm-16's symbolizer; the default one may be missing or older).
+if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ] && command -v llvm-symbolizer-16 >/dev/null; then
+  export ASAN_SYMBOLIZER_PATH="$(command -v llvm-symbolizer-16)"
+fi
 # halt_on_error: the first report ends the run with the input kept; leaks count as failures.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}"

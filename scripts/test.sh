@@ -1,13 +1,63 @@
 #!/usr/bin/env bash
 # Sets up everything (scripts/setup.sh) and runs every test: unit tests, then integration tests
 # against the real Docker engine, a real Temporal dev server and local protocol servers (each
-# test starts the services it needs). Extra arguments go to ctest, e.g. `-L unit` or `-R Sandbox`.
+# test starts the services it needs); then every fuzz target for a bounded time (scripts/fuzz.sh)
+# and, when asked, the unit tests under ASan + UBSan (scripts/sanitizer_tests.sh). Extra
+# arguments go to ctest, e.g. `-L unit` or `-R Sandbox`; a run with them is only that ctest run.
+# The last line says how many passed and failed in all.
+#
+# Env: CODEACT_TEST_FUZZ=0 skips fuzzing; CODEACT_FUZZ_SECONDS per target (default 50: 11
+# targets, two at a time, about 5 minutes). CODEACT_TEST_SANITIZERS=1 adds the ASan + UBSan
+# unit tests (their build takes longer than CI's budget leaves: see README, "Tests").
+# CODEACT_TEST_JOBS: ctest -j (default 1).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+case "${1:-}" in -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 "$ROOT/scripts/setup.sh" --build-dir "$BUILD_DIR"
 export PATH="$ROOT/.venv/bin:$PATH"
 export CODEACT_HOME="${CODEACT_HOME:-$BUILD_DIR/codeact-home}"
+export BUILD_DIR
 cd "$BUILD_DIR"
+logs="$BUILD_DIR/test-logs"
+mkdir -p "$logs"
+
 printf '\n== Tests\n'
-ctest --output-on-failure --timeout 900 -j"${CODEACT_TEST_JOBS:-1}" "$@"
+ctest_status=0
+ctest --output-on-failure --timeout 900 -j"${CODEACT_TEST_JOBS:-1}" "$@" 2>&1 |
+  tee "$logs/ctest.log" || ctest_status=$?
+if [ $# -gt 0 ]; then exit "$ctest_status"; fi
+
+passed=0 failed=0
+# Adds the counts of a ctest summary ("95% tests passed, 2 tests failed out of 40") or of a
+# "N passed, N failed" line in `log`; a run that got to neither counts as one failure.
+count() {
+  local log="$1" line
+  line=$(grep -oE '[0-9]+ tests failed out of [0-9]+' "$log" | tail -1 || true)
+  if [ -z "$line" ]; then
+    line=$(grep -oE '[0-9]+ passed, [0-9]+ failed' "$log" | tail -1 || true)
+    # "P passed, F failed" as "F tests failed out of P+F"
+    [ -n "$line" ] && line=$(awk '{print $3 " tests failed out of " $1 + $3}' <<<"$line")
+  fi
+  if [ -z "$line" ]; then
+    failed=$((failed + 1))
+    return
+  fi
+  local f t
+  f=$(awk '{print $1}' <<<"$line") t=$(awk '{print $NF}' <<<"$line")
+  passed=$((passed + t - f)) failed=$((failed + f))
+}
+count "$logs/ctest.log"
+[ "$ctest_status" = 0 ] || [ "$failed" -gt 0 ] || failed=1
+
+if [ "${CODEACT_TEST_FUZZ:-1}" != 0 ]; then
+  "$ROOT/scripts/fuzz.sh" --all --seconds "${CODEACT_FUZZ_SECONDS:-50}" --jobs 2 2>&1 |
+    tee "$logs/fuzz.log" || true
+  count "$logs/fuzz.log"
+fi
+if [ "${CODEACT_TEST_SANITIZERS:-0}" = 1 ]; then
+  "$ROOT/scripts/sanitizer_tests.sh" 2>&1 | tee "$logs/sanitizers.log" || true
+  count "$logs/sanitizers.log"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ] && [ "$ctest_status" = 0 ]
