@@ -166,8 +166,10 @@ core::Result<WorkflowRun> Client::start_workflow(const std::string& workflow_typ
                                                  const StartWorkflowOptions& options) {
   internal::wsv1::StartWorkflowExecutionRequest req;
   CODEACT_TRY_STATUS(fill_start(req, *conn_, workflow_type, args, options));
-  CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::StartWorkflowExecution, req,
-                                     "start workflow '" + workflow_type + "' id " + options.id));
+  CODEACT_TRY(auto resp,
+              conn_->call_retrying(&WorkflowService::Stub::StartWorkflowExecution, req,
+                                   "start workflow '" + workflow_type + "' id " + options.id,
+                                   kStartPatience));
   return WorkflowRun{options.id, resp.run_id(), resp.started()};
 }
 
@@ -181,8 +183,9 @@ core::Status Client::signal_workflow(const std::string& workflow_id, const std::
   if (!args.empty()) internal::encode_payloads(args, req.mutable_input());
   req.set_identity(conn_->identity());
   req.set_request_id(internal::random_uuid());
-  CODEACT_TRY_STATUS(conn_->call(&WorkflowService::Stub::SignalWorkflowExecution, req,
-                                 "signal '" + signal + "' to workflow " + workflow_id));
+  CODEACT_TRY_STATUS(conn_->call_retrying(&WorkflowService::Stub::SignalWorkflowExecution, req,
+                                          "signal '" + signal + "' to workflow " + workflow_id,
+                                          kStartPatience));
   return core::ok_status();
 }
 
@@ -195,9 +198,10 @@ core::Result<WorkflowRun> Client::signal_with_start(const std::string& workflow_
   CODEACT_TRY_STATUS(fill_start(req, *conn_, workflow_type, args, options));
   req.set_signal_name(signal);
   if (!signal_args.empty()) internal::encode_payloads(signal_args, req.mutable_signal_input());
-  CODEACT_TRY(auto resp,
-              conn_->call(&WorkflowService::Stub::SignalWithStartWorkflowExecution, req,
-                          "signal-with-start workflow '" + workflow_type + "' id " + options.id));
+  CODEACT_TRY(auto resp, conn_->call_retrying(
+                             &WorkflowService::Stub::SignalWithStartWorkflowExecution, req,
+                             "signal-with-start workflow '" + workflow_type + "' id " + options.id,
+                             kStartPatience));
   return WorkflowRun{options.id, resp.run_id(), resp.started()};
 }
 

@@ -1,7 +1,9 @@
 """Nothing lost, nothing twice, under chaos (issue #18 §1): durable runs go on while, at times
 drawn from a seeded RNG, one of these is killed: a worker (SIGKILL; started again), a run's
 kernel process, a run's sandbox container, the Temporal dev server (restarted on the same port
-and database), a `codeact run` (started again with the same workflow id). New runs start while
+and database), a `codeact run` (started again with the same workflow id), the Docker daemon (the
+suite's own engine, private_engine.py: SIGKILLed and started again on the same data root; the
+sandboxes it ran stop with it). New runs start while
 kills remain to be made; then the runs are let finish. Afterwards, for every run: the right
 answer; each cell's ledger entry exactly once and the counter equal to the cells; every file
 intact; no tool call made twice for one execution and every cell's call made; no container left
@@ -9,8 +11,6 @@ running; no volume beyond the runs' own.
 
 A failure prints the seed and the kill schedule; `--seed N` draws the same schedule again
 (the same kinds and intervals; which run is hit depends on which are going at that moment).
-Not covered yet: killing the Docker daemon (that needs a private engine in its own network
-namespace, as the many-hosts issue describes).
 """
 import collections
 import json
@@ -25,6 +25,7 @@ import pytest
 import kills
 from chaos_model import ANSWER, CELLS, ChaosModel, expected_state, expected_state_check, tool_log_lines
 from dev_server import DevServer
+from private_engine import PrivateEngine
 from worker_process import FAST_DURABLE, WorkerProcess, record_mcp_config
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
@@ -32,7 +33,7 @@ BIN = os.path.abspath(os.environ.get("CODEACT_BIN", os.path.join(REPO, "build/sr
 PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
 WORKERS = 2
 # How often each kind is drawn.
-KINDS = {"worker": 25, "kernel": 20, "container": 20, "run": 20, "temporal": 15}
+KINDS = {"worker": 25, "kernel": 20, "container": 20, "run": 20, "temporal": 15, "docker": 10}
 KILL_INTERVAL = (1.0, 4.0)  # seconds between two kills
 RESTART_DELAY = (0.3, 2.0)  # seconds until a killed worker or server is started again
 
@@ -86,7 +87,7 @@ class Worker(WorkerProcess):
 
 
 def test_durable_runs_survive_kills_of_everything_with_nothing_lost_and_nothing_twice(
-        request, tmp_path):
+        request, tmp_path, private_engine):
     opts = request.config.option
     seed = opts.seed or random.SystemRandom().randrange(1, 2**31)
     rng = random.Random(seed)
@@ -135,6 +136,11 @@ def test_durable_runs_survive_kills_of_everything_with_nothing_lost_and_nothing_
                 w = alive[int(pick * len(alive))]
                 target, hit = f"worker-{workers.index(w)}", kills.kill_process(w.proc)
                 pending.append((time.monotonic() + rng.uniform(*RESTART_DELAY), w.start))
+        elif kind == "docker":
+            if private_engine.running():
+                target, hit = "docker daemon", private_engine.kill()
+                pending.append((time.monotonic() + rng.uniform(*RESTART_DELAY),
+                                private_engine.start))
         elif kind == "temporal":
             if server.proc:
                 target, hit = "dev server", True

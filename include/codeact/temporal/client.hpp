@@ -139,6 +139,11 @@ class Client {
   // Unavailable naming the address and namespace when it does not within `timeout`.
   core::Status wait_until_serving(std::chrono::milliseconds timeout);
 
+  // Starts a workflow. This call, signal_workflow and signal_with_start are sent again while the
+  // server does not answer (Unavailable: restarting, an outage), for up to kStartPatience, with
+  // the same request id, so the server applies each once however often it arrives; after that,
+  // Unavailable.
+  static constexpr std::chrono::seconds kStartPatience{60};
   core::Result<WorkflowRun> start_workflow(const std::string& workflow_type, const Args& args,
                                            const StartWorkflowOptions& options);
   // Signals a running workflow ("" run_id = the latest run).
