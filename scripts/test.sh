@@ -8,7 +8,7 @@
 #
 # Env: CODEACT_TEST_FUZZ=0 skips fuzzing; CODEACT_FUZZ_SECONDS per target (default 50: 11
 # targets, two at a time, about 5 minutes). CODEACT_TEST_SANITIZERS=1 adds the ASan + UBSan
-# unit tests (their build takes longer than CI's budget leaves: see README, "Tests").
+# unit tests (their build, about 33 minutes, does not fit CI's budget: see README, "Tests").
 # CODEACT_TEST_JOBS: ctest -j (default 1).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -29,7 +29,7 @@ bool looks_like_int(const std::string& s) {
 // exponentially ("billion laughs"); both must end in an error, not a crash or all memory.
 struct YamlBudget {
   const std::string& what;
-  size_t nodes_left = 1'000'000;
+  size_t nodes_left = 100'000;
 };
 
 Result<Json> to_json(const YAML::Node& node, YamlBudget& budget, int depth = 0) {
@@ -40,7 +40,7 @@ Result<Json> to_json(const YAML::Node& node, YamlBudget& budget, int depth = 0) 
   }
   if (budget.nodes_left-- == 0) {
     return invalid_argument(
-        fmt::format("{} expands to more than a million values (aliases of aliases?)", budget.what));
+        fmt::format("{} expands to more than 100000 values (aliases of aliases?)", budget.what));
   }
   switch (node.Type()) {
     case YAML::NodeType::Null:
