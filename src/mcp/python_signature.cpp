@@ -265,7 +265,7 @@ struct Converter {
         base = "Any";
       }
     }
-    if (schema.value("nullable", false) && !has_none(base)) base += " | None";
+    if (core::json_bool(schema, "nullable") && !has_none(base)) base += " | None";
     return base;
   }
 };

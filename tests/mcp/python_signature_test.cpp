@@ -90,6 +90,20 @@ TEST(PythonType, RefsResolveIncludingNonArrayRefsAndCycles) {
   EXPECT_EQ(python_type(J(R"({"$ref":"#/$defs/Missing"})"), root, &classes), "Any");
 }
 
+// Found by tests/fuzz (python_signature, input corpus/python_signature/regression-nullable-not-bool):
+// a schema whose "nullable" was not a boolean made nlohmann's value() throw out of
+// python_signature, so one odd tool of an MCP server broke every tool's listing.
+TEST(PythonType, NullableThatIsNotABooleanIsIgnored) {
+  Json schema = J(R"({"type": "object", "properties": {
+    "a": {"type": "string", "nullable": "it's \"quoted\""},
+    "b": {"type": "integer", "nullable": true}}})");
+  EXPECT_EQ(python_type(schema["properties"]["a"], schema), "str");
+  EXPECT_EQ(python_type(schema["properties"]["b"], schema), "int | None");
+  auto sig = python_signature("f", "", schema);
+  ASSERT_TRUE(sig.ok()) << sig.error().to_string();
+  EXPECT_EQ(sig->signature, "def f(a: str | None = None, b: int | None = None) -> Any");
+}
+
 TEST(PythonSignature, RequiredFirstDefaultsDocsAndRenamedParameters) {
   Json schema = J(R"({"type": "object", "properties": {
       "lambda": {"type": "number", "default": 0.5, "description": "Smoothing."},
