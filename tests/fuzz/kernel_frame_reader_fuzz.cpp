@@ -22,12 +22,23 @@ using codeact::core::Json;
 
 namespace {
 
+// The private directory of the socket, removed when the fuzzer exits.
+struct SocketDir {
+  std::string path;
+  ~SocketDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
 // A listening socket in a private directory, made once per process.
 const std::string& kernel_socket(int* listen_fd) {
   static int fd = -1;
+  static SocketDir dir_owner;
   static const std::string path = [] {
     char dir[] = "/tmp/codeact-fuzz-kernel-XXXXXX";
     if (!::mkdtemp(dir)) std::abort();
+    dir_owner.path = dir;
     std::string p = std::string(dir) + "/kernel.sock";
     fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un addr{};
