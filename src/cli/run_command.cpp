@@ -67,11 +67,19 @@ void print_answer(const std::string& sandbox_id, const std::vector<std::string>&
 constexpr const char* kTaskInputMemo = "codeact_task_input";
 
 // The latest run of `workflow_id` when it is a task run that completed with this same input
-// (NotFound otherwise: none, another input, still running, failed or cancelled).
+// (NotFound otherwise: none, another input, still running, failed or cancelled). Asked again
+// while the server does not answer, as long as the start after it would be: taking an outage
+// for "no such run" would do a completed task a second time.
 core::Result<temporal::WorkflowRun> completed_run_of(temporal::Client& client,
                                                      const std::string& workflow_id,
                                                      const durable::TaskInput& in) {
+  const auto deadline = std::chrono::steady_clock::now() + client.unavailable_patience();
   auto d = client.describe_workflow(workflow_id);
+  while (!d.ok() && d.error().code() == core::Code::kUnavailable &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    d = client.describe_workflow(workflow_id);
+  }
   if (!d.ok()) return d.error();
   if (d->workflow_type != durable::kTaskWorkflow || d->status != "Completed" ||
       d->memo.value(kTaskInputMemo, Json()) != in.to_json()) {
@@ -118,6 +126,8 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder,
   so.memo = core::Json{{kTaskInputMemo, in.to_json()}};
   core::Result<temporal::WorkflowRun> started = completed_run_of(client, workflow_id, in);
   const bool completed_before = started.ok();
+  if (!completed_before && started.error().code() != core::Code::kNotFound)
+    return report(started.error().with_context("looking for workflow \"" + workflow_id + "\""));
   if (!completed_before)
     started = client.start_workflow(durable::kTaskWorkflow, temporal::Args{in.to_json()}, so);
   if (!started.ok())

@@ -17,6 +17,9 @@
 namespace codeact::cli {
 namespace {
 
+// How long an API request waits for a Temporal server that does not answer (then 503).
+constexpr std::chrono::seconds kApiPatience{5};
+
 struct ServerFlags {
   std::string listen;
   DurableFlags durable;
@@ -59,8 +62,10 @@ int run_server(const ServerFlags& f) {
   auto session = open_session(f.durable, *builder, !f.durable.no_worker);
   if (!session.ok()) return report(session.error());
 
+  // A request made while Temporal does not answer gets its 503 within seconds, not a minute.
+  temporal::Client api_client = (*session)->client->with_unavailable_patience(kApiPatience);
   server::ApiDeps deps;
-  deps.client = &*(*session)->client;
+  deps.client = &api_client;
   deps.task_queue = task_queue_of(f.durable);
   deps.builder = *builder;
   deps.policies = *policies;

@@ -1323,6 +1323,19 @@ std::optional<Json> SandboxManager::Impl::committed_reply(const std::string& id,
   if (execution_id.empty()) return std::nullopt;
   auto r = authenticated_call(id, "execution.get", Json{{"execution_id", execution_id}},
                               {.timeout = 30s}, nullptr);
+  if (!r.ok() && r.error().code() == core::Code::kDataLoss) {
+    // Committed, but its recorded reply is unreadable: still done, so not to be run again.
+    return Json{
+        {"status", "error"},
+        {"execution_id", execution_id},
+        {"error",
+         {{"type", "ResultLost"},
+          {"message",
+           "this cell completed and its state was saved, but its recorded "
+           "reply could not be read (" +
+               r.error().message() + "); do not run it again: look at its variables instead"},
+          {"traceback", ""}}}};
+  }
   // A kernel too old for the op (Unimplemented) or unreachable again: nothing known committed.
   if (!r.ok() || !core::json_bool(*r, "found")) return std::nullopt;
   Json reply = r->value("reply", Json());

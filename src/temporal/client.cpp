@@ -169,7 +169,7 @@ core::Result<WorkflowRun> Client::start_workflow(const std::string& workflow_typ
   CODEACT_TRY(auto resp,
               conn_->call_retrying(&WorkflowService::Stub::StartWorkflowExecution, req,
                                    "start workflow '" + workflow_type + "' id " + options.id,
-                                   kStartPatience));
+                                   unavailable_patience_));
   return WorkflowRun{options.id, resp.run_id(), resp.started()};
 }
 
@@ -185,7 +185,7 @@ core::Status Client::signal_workflow(const std::string& workflow_id, const std::
   req.set_request_id(internal::random_uuid());
   CODEACT_TRY_STATUS(conn_->call_retrying(&WorkflowService::Stub::SignalWorkflowExecution, req,
                                           "signal '" + signal + "' to workflow " + workflow_id,
-                                          kStartPatience));
+                                          unavailable_patience_));
   return core::ok_status();
 }
 
@@ -201,7 +201,7 @@ core::Result<WorkflowRun> Client::signal_with_start(const std::string& workflow_
   CODEACT_TRY(auto resp, conn_->call_retrying(
                              &WorkflowService::Stub::SignalWithStartWorkflowExecution, req,
                              "signal-with-start workflow '" + workflow_type + "' id " + options.id,
-                             kStartPatience));
+                             unavailable_patience_));
   return WorkflowRun{options.id, resp.run_id(), resp.started()};
 }
 

@@ -135,9 +135,9 @@ class PrivateEngine:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _kill_leftovers(self):
-        """What a dead dockerd may leave: its containerd and the shims of its containers."""
-        subprocess.run(["pkill", "-KILL", "-f", os.path.join(self.dir, "exec")],
-                       capture_output=True)
+        """What a dead dockerd may leave: its containerd, the shims of its containers and the
+        fuse-overlayfs mounts of their file systems."""
+        subprocess.run(["pkill", "-KILL", "-f", self.dir + "/"], capture_output=True)
 
     def log_tail(self, n=3000):
         try:

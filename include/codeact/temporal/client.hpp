@@ -134,16 +134,25 @@ class Client {
 
   const ClientOptions& options() const;
 
+  static constexpr std::chrono::milliseconds kDefaultUnavailablePatience{60000};
+  std::chrono::milliseconds unavailable_patience() const { return unavailable_patience_; }
+  // This client (the same connection) waiting `patience` instead: e.g. an HTTP handler, which
+  // should answer 503 soon rather than hold its thread through an outage.
+  Client with_unavailable_patience(std::chrono::milliseconds patience) const {
+    Client c = *this;
+    c.unavailable_patience_ = patience;
+    return c;
+  }
+
   // Waits until the namespace serves workflow calls: a server that just started (a dev server
   // registers "default" shortly after it listens) answers NotFound for it a little while.
   // Unavailable naming the address and namespace when it does not within `timeout`.
   core::Status wait_until_serving(std::chrono::milliseconds timeout);
 
   // Starts a workflow. This call, signal_workflow and signal_with_start are sent again while the
-  // server does not answer (Unavailable: restarting, an outage), for up to kStartPatience, with
-  // the same request id, so the server applies each once however often it arrives; after that,
-  // Unavailable.
-  static constexpr std::chrono::seconds kStartPatience{60};
+  // server does not answer (Unavailable: restarting, an outage), for up to unavailable_patience()
+  // (default kDefaultUnavailablePatience), with the same request id, so the server applies each
+  // once however often it arrives; after that, Unavailable.
   core::Result<WorkflowRun> start_workflow(const std::string& workflow_type, const Args& args,
                                            const StartWorkflowOptions& options);
   // Signals a running workflow ("" run_id = the latest run).
@@ -207,6 +216,7 @@ class Client {
   explicit Client(std::shared_ptr<internal::ServiceConnection> conn) : conn_(std::move(conn)) {}
   std::shared_ptr<internal::ServiceConnection> connection() const { return conn_; }
   std::shared_ptr<internal::ServiceConnection> conn_;
+  std::chrono::milliseconds unavailable_patience_ = kDefaultUnavailablePatience;
 };
 
 }  // namespace codeact::temporal

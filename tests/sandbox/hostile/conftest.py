@@ -18,7 +18,8 @@ import uuid
 
 import pytest
 
-BIN = os.environ.get("CODEACT_BIN", "/work/main/build/src/cli/codeact")
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+BIN = os.environ.get("CODEACT_BIN", os.path.join(REPO, "build", "src", "cli", "codeact"))
 
 
 class Cli:

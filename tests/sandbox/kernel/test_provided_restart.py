@@ -2,6 +2,7 @@
 crash, without the host sending it again: a cell the host sends right after a restart it did not
 notice can still call its functions (provided.py)."""
 import os
+import uuid
 
 
 def test_functions_the_host_provided_are_made_again_after_a_crash(kernel, client):
@@ -34,13 +35,14 @@ def test_the_last_definition_of_a_name_is_the_one_a_restart_keeps(kernel, client
 
 
 def test_a_definition_that_fails_at_start_up_is_reported_lost(kernel, client):
-    client.ok("define", source="import os\nif os.path.exists('/tmp/never-there-xyz'):\n"
+    flag = f"/tmp/codeact-provided-test-{uuid.uuid4().hex}"  # the kernel's user can see /tmp
+    client.ok("define", source=f"import os\nif os.path.exists({flag!r}):\n"
                                "    raise ImportError('gone')\ndef f():\n    return 1")
-    open("/tmp/never-there-xyz", "w").close()
+    open(flag, "w").close()
     try:
         kernel.restart()
         lost = kernel.client().ok("hello")["lost"]
     finally:
-        os.unlink("/tmp/never-there-xyz")
+        os.unlink(flag)
     assert lost == [{"name": "<define>", "reason": lost[0]["reason"]}]
     assert "made again at start-up, it failed" in lost[0]["reason"] and "gone" in lost[0]["reason"]

@@ -133,6 +133,7 @@ Wire protocol (version 2)
                whether it committed. A host whose kernel died or was killed mid-execute asks
                the restarted kernel, so a cell that committed just before the crash is
                reported with its reply, not as lost (and is not run again by the model).
+               DataLoss when it committed but its recorded reply is unreadable.
     bash    {script, timeout?, cwd?, max_output_bytes?, execution_id?} -> exit_code (128+signal
                when killed), stdout, stderr, timed_out, duration_ms, truncated, replayed,
                killed_processes (only when some were killed), oom_kills and notice (only when
@@ -169,12 +170,15 @@ Wire protocol (version 2)
                crash has no record and runs again.
     bridge.register {functions: [{name, signature: "def f(a: int) -> Any", doc}]} -> registered
     define  {source} -> defined [names] (kernel-provided: not listed, not persisted)
-               bridge.register and define requests that succeeded are kept in
-               state/provided.json (provided.py) and made again when a kernel starts, after the
-               restore: a kernel restarted after a crash has the host's functions without being
-               sent them again. A request made again moves to the end (the last define of a name
-               wins). One that fails at start-up is listed in hello's lost as "<define>" or
-               "<bridge.register>".
+               bridge.register and define requests that succeeded and provided a name (not
+               only __-prefixed ones) are kept in state/provided.json (provided.py) and made
+               again when a kernel starts, after the restore: a kernel restarted after a crash
+               has the host's functions without being sent them again. A request made again
+               moves to the end (the last define of a name wins). One that fails at start-up is
+               listed in hello's lost as "<define>" or "<bridge.register>". The file is in the
+               sandbox's own volume: a cell can change it, as it can anything the kernel runs
+               at start-up (.pth files under the workspace's python dir), for its own sandbox
+               only.
     shutdown -> reply, commit, exit 0
 
     Bridge call, kernel -> host, on the connection of the running execute:

@@ -23,10 +23,13 @@ class ProvidedLog:
         self.keys = set()  # json of each entry
 
     def wrap(self, op, handler):
-        """handler(msg) -> reply, with the request kept once it succeeded."""
+        """handler(msg) -> reply, with the request kept once it succeeded and provided a name
+        (a define of only __-prefixed names, such as a marker or an analysis helper, is not
+        kept: the host sends those again when it needs them)."""
         def run(msg):
             reply = handler(msg)
-            self._keep(op, {k: v for k, v in msg.items() if k not in ("id", "op", "auth")})
+            if reply.get("defined") or reply.get("registered"):
+                self._keep(op, {k: v for k, v in msg.items() if k not in ("id", "op", "auth")})
             return reply
         return run
 
