@@ -181,15 +181,25 @@ class HttpServer::Impl::Stream final : public EventStream {
     last = closed_;
     return std::nullopt;
   }
+  // The connection ended (or the server stopped): nothing more is sent, and the stream lets go
+  // of its connection, so that a stream its application keeps never keeps a connection (its
+  // socket and timer, owned by the server's io_context) past the server.
   void gone() {
     std::lock_guard lock(mu_);
     closed_ = true;
     queue_.clear();
     queued_ = 0;
+    conn_.reset();
   }
 
  private:
-  std::shared_ptr<Connection> conn_;
+  // The connection to wake when a chunk is queued; null once gone().
+  std::shared_ptr<Connection> connection() const {
+    std::lock_guard lock(mu_);
+    return conn_;
+  }
+
+  std::shared_ptr<Connection> conn_;  // GUARDED_BY(mu_)
   size_t max_queued_;
   mutable std::mutex mu_;
   std::deque<std::shared_ptr<std::string>> queue_;
@@ -343,6 +353,7 @@ class HttpServer::Impl::Connection : public std::enable_shared_from_this<Connect
   }
 
   void end_stream() {
+    auto self = shared_from_this();  // the stream may hold the last reference to this
     auto stream = std::move(stream_handle_);
     if (stream) {
       stream->gone();
@@ -401,7 +412,7 @@ bool HttpServer::Impl::Stream::send(std::string chunk) {
       queue_.push_back(std::make_shared<std::string>(std::move(chunk)));
     }
   }
-  asio::post(conn_->server_io(), [c = conn_] { c->flush(); });
+  if (auto c = connection()) asio::post(c->server_io(), [c] { c->flush(); });
   return !closed();
 }
 
@@ -411,7 +422,7 @@ void HttpServer::Impl::Stream::close() {
     if (closed_) return;
     closed_ = true;
   }
-  asio::post(conn_->server_io(), [c = conn_] { c->flush(); });
+  if (auto c = connection()) asio::post(c->server_io(), [c] { c->flush(); });
 }
 
 void HttpServer::Impl::accept() {
@@ -494,6 +505,11 @@ void HttpServer::stop(const std::string& last_chunk) {
   impl_->pool.join();
   impl_->io.stop();
   if (impl_->io_thread.joinable()) impl_->io_thread.join();
+  // Streams that did not end by themselves let go of their connections now, while the
+  // io_context their sockets belong to still exists.
+  std::lock_guard lock(impl_->mu);
+  for (auto& s : impl_->streams) s->gone();
+  impl_->streams.clear();
 }
 
 }  // namespace codeact::server
