@@ -90,9 +90,10 @@ TEST(PythonType, RefsResolveIncludingNonArrayRefsAndCycles) {
   EXPECT_EQ(python_type(J(R"({"$ref":"#/$defs/Missing"})"), root, &classes), "Any");
 }
 
-// Found by tests/fuzz (python_signature, input corpus/python_signature/regression-nullable-not-bool):
-// a schema whose "nullable" was not a boolean made nlohmann's value() throw out of
-// python_signature, so one odd tool of an MCP server broke every tool's listing.
+// Found by tests/fuzz (python_signature, input
+// corpus/python_signature/regression-nullable-not-bool): a schema whose "nullable" was not a
+// boolean made nlohmann's value() throw out of python_signature, so one odd tool of an MCP
+// server broke every tool's listing.
 TEST(PythonType, NullableThatIsNotABooleanIsIgnored) {
   Json schema = J(R"({"type": "object", "properties": {
     "a": {"type": "string", "nullable": "it's \"quoted\""},
