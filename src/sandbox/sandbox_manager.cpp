@@ -237,8 +237,9 @@ class SandboxManager::Impl {
   // Stops and starts the container (the kernel restores its snapshot); `why` goes first in the
   // notice. Returns the new kernel's hello.
   Result<Json> restart_kernel(const std::string& id, const std::string& why, std::string* notice);
-  // The recorded reply of `execution_id` when the (restarted) kernel says that execute committed;
-  // nullopt when it did not, when there is no id, or when the kernel cannot say.
+  // The recorded reply of `execution_id` when the (restarted) kernel says that execute committed
+  // (a ResultLost error reply when it committed but its record is unreadable); nullopt when it
+  // did not, when there is no id, or when the kernel cannot say.
   std::optional<Json> committed_reply(const std::string& id, const std::string& execution_id);
   Result<KernelAuth> auth_for(const std::string& id);
   void forget_auth(const std::string& id);
