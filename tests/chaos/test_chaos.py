@@ -26,7 +26,7 @@ import kills
 from chaos_model import ANSWER, CELLS, ChaosModel, expected_state, expected_state_check, tool_log_lines
 from dev_server import DevServer
 from private_engine import PrivateEngine
-from worker_process import FAST_DURABLE, WorkerProcess, record_mcp_config
+from worker_process import WorkerProcess, record_mcp_config
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 BIN = os.path.abspath(os.environ.get("CODEACT_BIN", os.path.join(REPO, "build/src/cli/codeact")))
@@ -35,6 +35,18 @@ WORKERS = 2
 # How often each kind is drawn.
 KINDS = {"worker": 25, "kernel": 20, "container": 20, "run": 20, "temporal": 15, "docker": 10}
 KILL_INTERVAL = (1.0, 4.0)  # seconds between two kills
+# Short heartbeats, so that a killed worker is noticed in seconds, and retries enough to outlast
+# several kills of the Docker daemon in a row (each down for seconds while it starts again): the
+# 5 sandbox attempts of worker_process.FAST_DURABLE span about 8 s, which a seed with many
+# daemon kills exceeded.
+CHAOS_DURABLE = """
+durable:
+  reap_interval_seconds: 1
+  activities:
+    model: {heartbeat_seconds: 2, start_to_close_seconds: 120, max_attempts: 20, initial_retry_seconds: 0.5}
+    tool: {heartbeat_seconds: 2, start_to_close_seconds: 300, max_attempts: 20, initial_retry_seconds: 0.5}
+    sandbox: {heartbeat_seconds: 5, start_to_close_seconds: 600, max_attempts: 20, initial_retry_seconds: 0.5}
+"""
 RESTART_DELAY = (0.3, 2.0)  # seconds until a killed worker or server is started again
 
 
@@ -94,7 +106,7 @@ def test_durable_runs_survive_kills_of_everything_with_nothing_lost_and_nothing_
     tag = f"chaos-{uuid.uuid4().hex[:6]}"
     calls_log = tmp_path / "calls.log"
     cfg = tmp_path / "app_conf.yml"
-    cfg.write_text(FAST_DURABLE + record_mcp_config(calls_log))
+    cfg.write_text(CHAOS_DURABLE + record_mcp_config(calls_log))
     queue = f"q-{tag}"
     server = DevServer(tmp_path)
     address = server.start()
