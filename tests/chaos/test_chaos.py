@@ -26,7 +26,7 @@ import kills
 from chaos_model import ANSWER, CELLS, ChaosModel, expected_state, expected_state_check, tool_log_lines
 from dev_server import DevServer
 from private_engine import PrivateEngine
-from worker_process import WorkerProcess, record_mcp_config
+from worker_process import WorkerProcess, durable_config, record_mcp_config
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 BIN = os.path.abspath(os.environ.get("CODEACT_BIN", os.path.join(REPO, "build/src/cli/codeact")))
@@ -35,18 +35,10 @@ WORKERS = 2
 # How often each kind is drawn.
 KINDS = {"worker": 25, "kernel": 20, "container": 20, "run": 20, "temporal": 15, "docker": 10}
 KILL_INTERVAL = (1.0, 4.0)  # seconds between two kills
-# Short heartbeats, so that a killed worker is noticed in seconds, and retries enough to outlast
-# several kills of the Docker daemon in a row (each down for seconds while it starts again): the
-# 5 sandbox attempts of worker_process.FAST_DURABLE span about 8 s, which a seed with many
-# daemon kills exceeded.
-CHAOS_DURABLE = """
-durable:
-  reap_interval_seconds: 1
-  activities:
-    model: {heartbeat_seconds: 2, start_to_close_seconds: 120, max_attempts: 20, initial_retry_seconds: 0.5}
-    tool: {heartbeat_seconds: 2, start_to_close_seconds: 300, max_attempts: 20, initial_retry_seconds: 0.5}
-    sandbox: {heartbeat_seconds: 5, start_to_close_seconds: 600, max_attempts: 20, initial_retry_seconds: 0.5}
-"""
+# Sandbox activities get as many attempts as the rest, to outlast several kills of the Docker
+# daemon in a row (each down for seconds while it starts again): the default 5 span about 8 s,
+# which a seed with 9 daemon kills exceeded.
+CHAOS_DURABLE = durable_config(sandbox_attempts=20)
 RESTART_DELAY = (0.3, 2.0)  # seconds until a killed worker or server is started again
 
 

@@ -4,16 +4,20 @@ import os
 import signal
 import subprocess
 
-# app_conf.yml's durable section for tests: short heartbeats, so a killed worker is noticed in
-# seconds, and many quick retries.
-FAST_DURABLE = """
+def durable_config(attempts=20, sandbox_attempts=5):
+    """app_conf.yml's durable section for tests: short heartbeats, so a killed worker is noticed
+    in seconds, and quick retries (`attempts` for model and tool activities)."""
+    return f"""
 durable:
   reap_interval_seconds: 1
   activities:
-    model: {heartbeat_seconds: 2, start_to_close_seconds: 120, max_attempts: 20, initial_retry_seconds: 0.5}
-    tool: {heartbeat_seconds: 2, start_to_close_seconds: 300, max_attempts: 20, initial_retry_seconds: 0.5}
-    sandbox: {heartbeat_seconds: 5, start_to_close_seconds: 600, max_attempts: 5, initial_retry_seconds: 0.5}
+    model: {{heartbeat_seconds: 2, start_to_close_seconds: 120, max_attempts: {attempts}, initial_retry_seconds: 0.5}}
+    tool: {{heartbeat_seconds: 2, start_to_close_seconds: 300, max_attempts: {attempts}, initial_retry_seconds: 0.5}}
+    sandbox: {{heartbeat_seconds: 5, start_to_close_seconds: 600, max_attempts: {sandbox_attempts}, initial_retry_seconds: 0.5}}
 """
+
+
+FAST_DURABLE = durable_config()
 
 
 def record_mcp_config(calls_log):

@@ -12,31 +12,14 @@ Each case commits a variable of its own first, so a case that loses state fails 
 import ast
 import json
 import os
-import subprocess
+import sys
 import time
 import uuid
 
 import pytest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-BIN = os.environ.get("CODEACT_BIN", os.path.join(REPO, "build", "src", "cli", "codeact"))
-
-
-class Cli:
-    def __init__(self):
-        self.bin = os.path.abspath(BIN)
-
-    def __call__(self, *args, input=None, check=None, timeout=300, env=None):
-        full_env = dict(os.environ)
-        if env:
-            full_env.update(env)
-        p = subprocess.run([self.bin, *args], input=input, capture_output=True, timeout=timeout,
-                           env=full_env)
-        p.out = p.stdout.decode(errors="replace")
-        p.err = p.stderr.decode(errors="replace")
-        if check is not None:
-            assert p.returncode == check, f"exit {p.returncode}\nstdout:\n{p.out}\nstderr:\n{p.err}"
-        return p
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "cli"))
+from cli_runner import Cli  # noqa: E402
 
 
 class Outcome:
