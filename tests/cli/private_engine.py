@@ -11,6 +11,7 @@ of the main engine fails; in its own namespace it cannot. Only the standard libr
     engine.start()                             # again, on the same data root
     engine.stop()                              # SIGTERM, then the namespace and files go
 """
+import errno
 import json
 import os
 import shutil
@@ -72,6 +73,7 @@ class PrivateEngine:
         config = os.path.join(self.dir, "daemon.json")
         if not os.path.exists(config):
             config = self._config()
+        self._unmount(only_dead=True)
         deadline = time.monotonic() + timeout
         for attempt in range(1, tries + 1):
             self.starts += 1
@@ -127,17 +129,34 @@ class PrivateEngine:
                 self.proc.wait()
         self.proc = None
         self._kill_leftovers()
-        for line in reversed(open("/proc/mounts").read().splitlines()):
-            mount_point = line.split()[1]
-            if mount_point.startswith(self.dir + "/"):
-                subprocess.run(["umount", "-l", mount_point], capture_output=True)
         subprocess.run(["ip", "netns", "delete", self.netns], capture_output=True)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _kill_leftovers(self):
         """What a dead dockerd may leave: its containerd, the shims of its containers and the
-        fuse-overlayfs mounts of their file systems."""
+        fuse-overlayfs processes serving their file systems, then those file systems' mounts."""
         subprocess.run(["pkill", "-KILL", "-f", self.dir + "/"], capture_output=True)
+        self._unmount(only_dead=False)
+
+    def _unmount(self, only_dead):
+        """Unmounts (lazily) the mounts under the engine's directory; with `only_dead`, those
+        whose fuse-overlayfs process is gone ("transport endpoint is not connected"): the
+        engine cannot start a container whose root file system is one, as on a host it would
+        not be there after a reboot. Notes each dead one in the engine's log."""
+        for line in reversed(open("/proc/mounts").read().splitlines()):
+            mount_point = line.split()[1]
+            if not mount_point.startswith(self.dir + "/"):
+                continue
+            try:
+                os.stat(mount_point)
+                dead = False
+            except OSError as e:
+                dead = e.errno == errno.ENOTCONN
+            if dead or not only_dead:
+                subprocess.run(["umount", "-l", mount_point], capture_output=True)
+            if dead:
+                with open(self.log_path, "a") as log:
+                    log.write(f"[private_engine] unmounted dead {mount_point}\n")
 
     def log_tail(self, n=3000):
         try:
