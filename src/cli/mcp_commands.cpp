@@ -6,28 +6,13 @@
 
 #include "cli_context.hpp"
 #include "codeact/core/json.hpp"
+#include "codeact/core/strings.hpp"
 #include "codeact/functions/sandbox_functions.hpp"
 #include "codeact/mcp/server_set.hpp"
 
 namespace codeact::cli {
-namespace {
 
 using core::Json;
-
-std::string indent(const std::string& text, const std::string& pad) {
-  std::string out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-    out += (line.empty() ? "" : pad + line) + "\n";
-    if (nl == std::string::npos) break;
-    start = nl + 1;
-  }
-  return out;
-}
-
-}  // namespace
 
 core::Result<sandbox::ExecuteResult> execute_with_tools(
     sandbox::SandboxManager& manager, const std::string& id, sandbox::ExecuteRequest request,
@@ -138,7 +123,7 @@ void add_mcp_commands(CLI::App& app, ExitCode& exit) {
               s["config"].value("url", s["config"].value("command", "")), s["tools"].size());
           for (const auto& t : s["tools"]) {
             if (t.contains("python"))
-              std::cout << indent(t["python"]["text"].get<std::string>(), "    ");
+              std::cout << core::indent(t["python"]["text"].get<std::string>(), "    ");
             if (t.contains("conflict"))
               std::cout << "    # NOTE: " << t["conflict"].get<std::string>() << "\n";
             if (t.contains("error"))

@@ -307,3 +307,36 @@ Result<ProcessResult> run_process(std::vector<std::string> argv,
 }
 
 }  // namespace codeact::core
+
+namespace codeact::core {
+
+Result<pid_t> spawn_detached(const std::vector<std::string>& argv, const std::string& log_file,
+                             const std::string& pid_file) {
+  if (argv.empty()) return invalid_argument("spawn_detached: no program");
+  // The shell starts it in its own session and exits at once, so it is re-parented to init.
+  std::vector<std::string> shell = {
+      "/bin/sh", "-c", "log=$1; shift; setsid \"$@\" >>\"$log\" 2>&1 </dev/null & echo $!", "sh",
+      log_file.empty() ? "/dev/null" : log_file};
+  shell.insert(shell.end(), argv.begin(), argv.end());
+  auto r = run_process(shell, std::chrono::seconds(10));
+  if (!r.ok()) return std::move(r).error().with_context("starting " + argv[0]);
+  pid_t pid = 0;
+  try {
+    pid = static_cast<pid_t>(std::stol(r->stdout_text));
+  } catch (const std::exception&) {
+  }
+  if (r->exit_code != 0 || pid <= 0) {
+    return unavailable(fmt::format("starting {} failed: {}", argv[0], r->stderr_text));
+  }
+  if (!pid_file.empty()) {
+    int fd = ::open(pid_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      std::string text = std::to_string(pid) + "\n";
+      [[maybe_unused]] auto n = ::write(fd, text.data(), text.size());
+      ::close(fd);
+    }
+  }
+  return pid;
+}
+
+}  // namespace codeact::core

@@ -1,8 +1,6 @@
 #include "codeact/durable/endpoint.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +8,7 @@
 #include <fstream>
 
 #include "codeact/core/config.hpp"
+#include "codeact/core/file_lock.hpp"
 #include "codeact/temporal/dev_server.hpp"
 
 namespace codeact::durable {
@@ -35,23 +34,6 @@ std::string read_file(const fs::path& p) {
   std::getline(in, s);
   return s;
 }
-
-// Holds an exclusive lock on a file while alive.
-class FileLock {
- public:
-  explicit FileLock(const fs::path& path)
-      : fd_(open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
-    if (fd_ >= 0) flock(fd_, LOCK_EX);
-  }
-  ~FileLock() {
-    if (fd_ >= 0) close(fd_);
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
@@ -94,7 +76,7 @@ Result<TemporalEndpoint> resolve_temporal(const EndpointRequest& request,
   fs::create_directories(dir, ec);
   if (ec) return core::internal_error("cannot create " + dir.string() + ": " + ec.message());
   e.log_path = (dir / "server.log").string();
-  FileLock lock(dir / "lock");
+  core::FileLock lock((dir / "lock").string());
 
   // A server this data directory started before, still running.
   std::string known = read_file(dir / "address");

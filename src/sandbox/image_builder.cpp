@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -16,6 +15,7 @@
 
 #include "codeact/core/config.hpp"
 #include "codeact/core/log.hpp"
+#include "codeact/core/sha256.hpp"
 #include "codeact/core/strings.hpp"
 #include "codeact/core/subprocess.hpp"
 #include "codeact/sandbox/tar_archive.hpp"
@@ -24,6 +24,7 @@
 namespace codeact::sandbox {
 
 using core::Result;
+using core::Sha256;
 using core::Status;
 
 namespace {
@@ -31,33 +32,6 @@ namespace {
 constexpr std::string_view kDefaultBaseImage = "debian:bookworm-slim";
 // The kernel package's directory, in the recipe's file names and in the build context.
 constexpr std::string_view kKernelPackageDir = "codeact_kernel";
-
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-
-  void update(std::string_view data) { EVP_DigestUpdate(ctx_, data.data(), data.size()); }
-  // Length-prefixed, so ("ab","c") and ("a","bc") differ.
-  void field(std::string_view data) {
-    update(std::to_string(data.size()));
-    update(std::string_view(":", 1));
-    update(data);
-  }
-  std::string hex() {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx_, digest, &len);
-    std::string out;
-    for (unsigned i = 0; i < len; ++i) out += fmt::format("{:02x}", digest[i]);
-    return out;
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
 
 std::string file_or_empty(const ImageRecipe& recipe, const std::string& name) {
   auto it = recipe.files.find(name);

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <openssl/sha.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include "codeact/core/base64.hpp"
 #include "codeact/core/config.hpp"
 #include "codeact/core/log.hpp"
+#include "codeact/core/sha256.hpp"
 #include "codeact/core/strings.hpp"
 #include "codeact/sandbox/image_builder.hpp"
 #include "codeact/sandbox/kernel_channel.hpp"
@@ -78,14 +78,6 @@ std::vector<std::string> split_list(const std::string& s) {
 std::string label_or(const Labels& labels, std::string_view key, std::string fallback = "") {
   auto it = labels.find(std::string(key));
   return it == labels.end() ? fallback : it->second;
-}
-
-std::string sha_hex12(std::string_view data) {
-  unsigned char md[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), md);
-  std::string out;
-  for (int i = 0; i < 6; ++i) out += fmt::format("{:02x}", md[i]);
-  return out;
 }
 
 core::Error no_network_error(const std::string& id, const std::vector<std::string>& packages) {
@@ -388,8 +380,8 @@ Result<std::string> SandboxManager::Impl::ensure_system_image(
   std::vector<std::string> sorted = packages;
   std::sort(sorted.begin(), sorted.end());
   auto [repo, tag] = split_image_reference(base);
-  std::string derived_tag =
-      fmt::format("{}-sys-{}", tag.empty() ? "latest" : tag, sha_hex12(core::join(sorted, " ")));
+  std::string derived_tag = fmt::format("{}-sys-{}", tag.empty() ? "latest" : tag,
+                                        core::sha256_hex(core::join(sorted, " ")).substr(0, 12));
   std::string derived = fmt::format("{}:{}", repo, derived_tag);
   if (docker_->inspect_image(derived).ok()) return derived;
   // The derived image keeps the base's user; the sandbox manager sets the container's user.

