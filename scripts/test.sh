@@ -10,12 +10,25 @@
 # targets, two at a time, about 5 minutes). CODEACT_TEST_SANITIZERS=1 adds the ASan + UBSan
 # unit tests (their build, about 33 minutes, does not fit CI's budget: see README, "Tests").
 # CODEACT_TEST_JOBS: ctest -j (default 1).
+#
+# `scripts/test.sh --real-model [--size 0.5b]` runs only the opt-in end-to-end suite with a real
+# model (tests/real_model/): `codeact model local` installs it on first use (about half an hour
+# on 2 cores, kept in the data directory for later runs), then `codeact run` solves small data
+# tasks, durable and in-process; it ends with the pass rate, time per task and tokens per second.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
-case "${1:-}" in -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 "$ROOT/scripts/setup.sh" --build-dir "$BUILD_DIR"
 export PATH="$ROOT/.venv/bin:$PATH"
+if [ "${1:-}" = --real-model ]; then
+  shift
+  # The user's data directory: the model installed here is the one `codeact model local` and
+  # scripts/demo.sh --local use.
+  cd "$ROOT"
+  CODEACT_BIN="$BUILD_DIR/src/cli/codeact" PYTHONDONTWRITEBYTECODE=1 \
+    exec "$ROOT/.venv/bin/python" -m pytest -p no:cacheprovider -s -v tests/real_model "$@"
+fi
 export CODEACT_HOME="${CODEACT_HOME:-$BUILD_DIR/codeact-home}"
 export BUILD_DIR
 cd "$BUILD_DIR"

@@ -40,6 +40,7 @@ void add_run_command(CLI::App& app, ExitCode& exit);
 void add_mcp_commands(CLI::App& app, ExitCode& exit);
 void add_worker_commands(CLI::App& app, ExitCode& exit);
 void add_server_command(CLI::App& app, ExitCode& exit);
+void add_model_commands(CLI::App& app, ExitCode& exit);
 
 // Runs a cell with the tools of these MCP servers (from app_conf.yml; `config_path` "" = the
 // usual search) and the functions of these Python files callable from it (mcp_commands.cpp).

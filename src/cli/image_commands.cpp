@@ -9,6 +9,7 @@
 #include "codeact/core/config.hpp"
 #include "codeact/core/subprocess.hpp"
 #include "codeact/durable/endpoint.hpp"
+#include "codeact/llm/local_model.hpp"
 #include "codeact/sandbox/docker_client.hpp"
 #include "codeact/sandbox/image_builder.hpp"
 #include "codeact/temporal/dev_server.hpp"
@@ -158,6 +159,16 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
     } else {
       warn("no default model for `codeact run`",
            model.error().message() + ", or pass --model provider:model");
+    }
+    // The local model (`codeact model local`): a real model with no API key.
+    if (auto local = llm::local_model_status(); local.running) {
+      ok(fmt::format("local model running: --model {}", local.model));
+    } else {
+      warn(fmt::format("local model not running (weights {}, llama-server {})",
+                       local.weights_installed ? "installed" : "not installed",
+                       local.server_installed ? "built" : "not built"),
+           "`codeact model local` installs what is missing and starts it (a real model with no "
+           "API key)");
     }
     // Where durable runs go: a configured cluster, or the embedded dev server.
     {

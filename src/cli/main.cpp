@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   cli::add_mcp_commands(app, exit);
   cli::add_worker_commands(app, exit);
   cli::add_server_command(app, exit);
+  cli::add_model_commands(app, exit);
 
   try {
     app.parse(argc, argv);

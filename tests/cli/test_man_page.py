@@ -33,7 +33,7 @@ def test_every_command_of_help_has_an_entry_in_the_man_page(cli):
     assert not missing, f"commands of `codeact --help` without an entry in {MAN_PAGE}: {missing}"
 
 
-@pytest.mark.parametrize("command", ["sandbox", "volume", "image", "mcp"])
+@pytest.mark.parametrize("command", ["sandbox", "volume", "image", "mcp", "model"])
 def test_every_subcommand_is_named_in_its_commands_entry(cli, command):
     names = subcommands(cli, command)
     assert names, f"`codeact {command} --help` lists no subcommands"

@@ -454,5 +454,109 @@ TEST(OpenAIModel, ServerThatIgnoresStreamingStillYieldsEvents) {
   EXPECT_EQ(recorder.count<FinalResponseEvent>(), 1);
 }
 
+// The shapes llama.cpp's llama-server (11434, `codeact model local`) sends, recorded from the real
+// server: an empty-string content beside tool calls, 32-character call ids, arguments with
+// newlines and indentation, `timings` and `system_fingerprint`, usage in its own last chunk with
+// no choices.
+constexpr const char* kLlamaCppToolCall = R"({"choices":[{"finish_reason":"tool_calls","index":0,
+  "message":{"role":"assistant","content":"","tool_calls":[{"type":"function","function":{
+  "name":"run_code","arguments":"{\n    \"code\": \"sum([i for i in range(2, 1000) if all(i % j for j in range(2, i))])\"\n  }"},
+  "id":"JvMyo7Y4t4SliQxXHkWWBMOnakr1Rm0S"}]}}],"created":1796485204,
+  "model":"qwen2.5-coder-1.5b-instruct","system_fingerprint":"b0-unknown","object":"chat.completion",
+  "usage":{"completion_tokens":59,"prompt_tokens":196,"total_tokens":255,"prompt_tokens_details":{"cached_tokens":0}},
+  "id":"chatcmpl-Okf9fJ24PPi5NgkYhqIbD3d6YsFYQHYc",
+  "timings":{"cache_n":0,"prompt_n":196,"prompt_ms":2076.507,"prompt_per_token_ms":10.594423469387756,
+  "prompt_per_second":94.38927968940148,"predicted_n":59,"predicted_ms":1896.501,
+  "predicted_per_token_ms":32.69829310344828,"predicted_per_second":30.58263612832263}})";
+
+TEST(OpenAIModel, LlamaCppToolCallWithEmptyContentAndTimings) {
+  FakeProviderServer server;
+  server.enqueue(json_response(Json::parse(kLlamaCppToolCall)));
+  auto o = options_for(server);
+  o.model_name = "qwen2.5-coder-1.5b-instruct";
+  OpenAIModel model(o);
+  auto r = model.request(user_says("Sum the primes below 1000"), {}, code_tools());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  ASSERT_EQ(r->parts.size(), 1u) << "the empty content is no text part";
+  auto calls = r->tool_calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].tool_call_id, "JvMyo7Y4t4SliQxXHkWWBMOnakr1Rm0S");
+  EXPECT_EQ(calls[0].args["code"],
+            "sum([i for i in range(2, 1000) if all(i % j for j in range(2, i))])");
+  EXPECT_EQ(r->finish_reason, "tool_call");
+  EXPECT_EQ(r->usage.input_tokens, 196);
+  EXPECT_EQ(r->usage.output_tokens, 59);
+  EXPECT_EQ(r->provider_response_id, "chatcmpl-Okf9fJ24PPi5NgkYhqIbD3d6YsFYQHYc");
+}
+
+TEST(OpenAIModel, LlamaCppStreamedToolCallAndUsageChunkWithTimings) {
+  FakeProviderServer server;
+  const std::string head =
+      R"({"created":1796485208,"id":"chatcmpl-bPApvOeWrfmTZbjEeU5knJNvrsB7shnj","model":"qwen2.5-coder-1.5b-instruct","system_fingerprint":"b0-unknown","object":"chat.completion.chunk",)";
+  auto chunk = [&](const std::string& rest) { return "data: " + head + rest + "\n\n"; };
+  auto args = [&](const std::string& fragment) {
+    return chunk(
+        R"("choices":[{"finish_reason":null,"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":)" +
+        Json(fragment).dump() + "}}]}}]}");
+  };
+  std::vector<std::string> chunks = {
+      chunk(
+          R"("choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}]})"),
+      chunk(
+          R"("choices":[{"finish_reason":null,"index":0,"delta":{"tool_calls":[{"index":0,"id":"GGxHq9gvSkZz6G0ttkiWMb5v6jkE5llz","type":"function","function":{"name":"run_code","arguments":"{"}}]}}]})")};
+  for (const char* f :
+       {"\n    \"", "code", "\":", " \"", "print", "(sum(range(10)))", "\"", "\n  }"}) {
+    chunks.push_back(args(f));
+  }
+  chunks.push_back(chunk(R"("choices":[{"finish_reason":"tool_calls","index":0,"delta":{}}]})"));
+  chunks.push_back(chunk(
+      R"("choices":[],"usage":{"completion_tokens":62,"prompt_tokens":196,"total_tokens":258,"prompt_tokens_details":{"cached_tokens":195}},"timings":{"cache_n":195,"prompt_n":1,"prompt_ms":32.235,"prompt_per_token_ms":32.235,"prompt_per_second":31.02218085931441,"predicted_n":62,"predicted_ms":1955.333,"predicted_per_token_ms":32.0546393442623,"predicted_per_second":31.19673221901333}})"));
+  chunks.push_back("data: [DONE]\n\n");
+  server.enqueue(sse_response(chunks));
+  OpenAIModel model(options_for(server));
+  StreamRecorder recorder;
+  auto r = model.request_stream(user_says("go"), {}, code_tools(), recorder.handler());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  auto calls = r->tool_calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].tool_call_id, "GGxHq9gvSkZz6G0ttkiWMb5v6jkE5llz");
+  EXPECT_EQ(calls[0].args["code"], "print(sum(range(10)))");
+  EXPECT_EQ(r->finish_reason, "tool_call");
+  EXPECT_EQ(r->usage.input_tokens, 196);
+  EXPECT_EQ(r->usage.output_tokens, 62);
+  EXPECT_EQ(r->usage.cache_read_tokens, 195);
+  EXPECT_EQ(recorder.count<FinalResponseEvent>(), 1);
+}
+
+TEST(OpenAIModel, LlamaCppAnswerAfterTheToolResult) {
+  FakeProviderServer server;
+  server.enqueue(json_response(Json::parse(R"({"choices":[{"finish_reason":"stop","index":0,
+    "message":{"role":"assistant","content":"The sum of all prime numbers below 1000 is 76127."}}],
+    "created":1796485206,"model":"qwen2.5-coder-1.5b-instruct","system_fingerprint":"b0-unknown",
+    "object":"chat.completion","usage":{"completion_tokens":18,"prompt_tokens":289,"total_tokens":307},
+    "id":"chatcmpl-x","timings":{"cache_n":255,"prompt_n":34,"predicted_n":18}})")));
+  const std::string written = "{\n    \"code\": \"print(76127)\"\n  }";
+  ModelRequest ask;
+  ask.parts.push_back(UserPromptPart{"Sum the primes below 1000", ""});
+  ModelResponse call;
+  call.parts.push_back(
+      ToolCallPart::from_args_text("run_code", written, "JvMyo7Y4t4SliQxXHkWWBMOnakr1Rm0S"));
+  ModelRequest result;
+  result.parts.push_back(
+      ToolReturnPart{"run_code", Json("76127\n"), "JvMyo7Y4t4SliQxXHkWWBMOnakr1Rm0S", ""});
+  OpenAIModel model(options_for(server));
+  auto r = model.request({ask, call, result}, {}, code_tools());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->text(), "The sum of all prime numbers below 1000 is 76127.");
+  EXPECT_EQ(r->finish_reason, "stop");
+  // The call goes back as a JSON string of the same arguments (the server's chat template renders
+  // it into the fenced block the model reads).
+  Json sent = server.last_request().json();
+  const Json& back = sent["messages"][1]["tool_calls"][0]["function"]["arguments"];
+  ASSERT_TRUE(back.is_string()) << sent.dump(2);
+  EXPECT_EQ(Json::parse(back.get<std::string>()), Json::parse(written));
+  EXPECT_EQ(sent["messages"][2]["tool_call_id"], "JvMyo7Y4t4SliQxXHkWWBMOnakr1Rm0S");
+}
+
 }  // namespace
 }  // namespace codeact::llm
