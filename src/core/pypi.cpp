@@ -53,8 +53,8 @@ Result<IndexEntry> find_in_index(const PypiFile& file, HttpTransport& http) {
   req.timeout = std::chrono::seconds(60);
   CODEACT_TRY(HttpResponse resp, http.send(req));
   if (resp.status == 404) {
-    return not_found(fmt::format("the package index {} has no project {}", pypi_index_url(),
-                                 file.project));
+    return not_found(
+        fmt::format("the package index {} has no project {}", pypi_index_url(), file.project));
   }
   if (resp.status != 200) {
     return unavailable(fmt::format("the package index answered {} for {}", resp.status, page));
@@ -62,8 +62,8 @@ Result<IndexEntry> find_in_index(const PypiFile& file, HttpTransport& http) {
   auto parsed = parse_json(resp.body, "the package index page");
   const Json index = parsed.ok() ? std::move(parsed).value() : Json();
   if (!index.is_object() || !index.contains("files") || !index["files"].is_array()) {
-    return unavailable(fmt::format(
-        "the package index at {} does not speak the JSON Simple API (PEP 691)", page));
+    return unavailable(
+        fmt::format("the package index at {} does not speak the JSON Simple API (PEP 691)", page));
   }
   for (const auto& f : index["files"]) {
     if (json_string(f, "filename") != file.filename) continue;

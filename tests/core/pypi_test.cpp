@@ -24,20 +24,20 @@ const std::string kContent(100000, 'w');
 class FakeIndex {
  public:
   FakeIndex() {
-    server_.Get("/simple/some-project/", [this](const httplib::Request& req,
-                                               httplib::Response& res) {
-      accept_ = req.get_header_value("Accept");
-      Json files = Json::array();
-      files.push_back({{"filename", "some_project-1.0-py3-none-any.whl"},
-                       {"url", "../../files/good.whl"},
-                       {"hashes", {{"sha256", sha256_hex(kContent)}}},
-                       {"size", kContent.size()}});
-      files.push_back({{"filename", "some_project-1.0.tar.gz"},
-                       {"url", url("/files/tampered.tar.gz")},
-                       {"hashes", {{"sha256", sha256_hex("what was uploaded")}}}});
-      res.set_content(Json{{"meta", {{"api-version", "1.1"}}}, {"files", files}}.dump(),
-                      "application/vnd.pypi.simple.v1+json");
-    });
+    server_.Get("/simple/some-project/",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  accept_ = req.get_header_value("Accept");
+                  Json files = Json::array();
+                  files.push_back({{"filename", "some_project-1.0-py3-none-any.whl"},
+                                   {"url", "../../files/good.whl"},
+                                   {"hashes", {{"sha256", sha256_hex(kContent)}}},
+                                   {"size", kContent.size()}});
+                  files.push_back({{"filename", "some_project-1.0.tar.gz"},
+                                   {"url", url("/files/tampered.tar.gz")},
+                                   {"hashes", {{"sha256", sha256_hex("what was uploaded")}}}});
+                  res.set_content(Json{{"meta", {{"api-version", "1.1"}}}, {"files", files}}.dump(),
+                                  "application/vnd.pypi.simple.v1+json");
+                });
     server_.Get("/files/good.whl", [this](const httplib::Request&, httplib::Response& res) {
       ++downloads_;
       res.set_content(kContent, "application/octet-stream");
@@ -85,8 +85,8 @@ TEST(Pypi, DownloadsAVerifiedFileOnceAndReportsProgress) {
   FakeIndex index;
   uint64_t last_done = 0, last_total = 0;
   // The project name as a user writes it: normalized to the index's some-project.
-  auto path = download_pypi_file({"Some_Project", "some_project-1.0-py3-none-any.whl"},
-                                 index.dir(), [&](uint64_t done, uint64_t total) {
+  auto path = download_pypi_file({"Some_Project", "some_project-1.0-py3-none-any.whl"}, index.dir(),
+                                 [&](uint64_t done, uint64_t total) {
                                    last_done = done;
                                    last_total = total;
                                  });
@@ -97,8 +97,8 @@ TEST(Pypi, DownloadsAVerifiedFileOnceAndReportsProgress) {
   EXPECT_EQ(got, kContent);
   EXPECT_EQ(last_done, kContent.size());
   EXPECT_EQ(last_total, kContent.size());
-  auto again = download_pypi_file({"some-project", "some_project-1.0-py3-none-any.whl"},
-                                  index.dir());
+  auto again =
+      download_pypi_file({"some-project", "some_project-1.0-py3-none-any.whl"}, index.dir());
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(index.downloads(), 1) << "a file present with the right digest is kept";
 }

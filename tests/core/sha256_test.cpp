@@ -30,8 +30,8 @@ TEST(Sha256, FieldsKeepTheirBoundaries) {
 }
 
 TEST(Sha256, FileDigestEqualsTheDigestOfItsBytes) {
-  auto path = std::filesystem::temp_directory_path() /
-              ("codeact-sha-" + std::to_string(::getpid()));
+  auto path =
+      std::filesystem::temp_directory_path() / ("codeact-sha-" + std::to_string(::getpid()));
   std::string data(3 << 20, 'x');  // more than one read
   data[12345] = 'y';
   std::ofstream(path, std::ios::binary) << data;
