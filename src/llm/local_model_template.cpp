@@ -13,7 +13,7 @@ constexpr std::string_view kTemplate = R"JINJA({%- if tools %}
 {%- if messages[0].role == 'system' %}{{- messages[0].content + '\n\n' }}{%- endif %}
 {{- '# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>' }}
 {%- for tool in tools %}{{- '\n' + (tool | tojson) }}{%- endfor %}
-{{- '\n</tools>\n\nTo call a function, write a JSON object with the function name and its arguments in a fenced json block:\n```json\n{"name": <function-name>, "arguments": <args-json-object>}\n```<|im_end|>\n' }}
+{{- '\n</tools>\n\nTo call a function, write a JSON object with the function name and its arguments in a fenced json block:\n```json\n{"name": <function-name>, "arguments": <args-json-object>}\n```\nCode you write in a ```python block is never run: to run code, call a function with it.<|im_end|>\n' }}
 {%- elif messages[0].role == 'system' %}
 {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
 {%- endif %}
@@ -36,7 +36,7 @@ constexpr std::string_view kTemplate = R"JINJA({%- if tools %}
 {%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}
 {{- '\n<tool_response>\n' + message.content + '\n</tool_response>' }}
 {%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}
-{{- '\nThe call above already ran and this is its result. Use it: answer the user from it, or call a function again only if more work is needed.<|im_end|>\n' }}
+{{- '\n(The function call above has already run; this was its output.)<|im_end|>\n' }}
 {%- endif %}
 {%- endif %}
 {%- endfor %}

@@ -68,7 +68,8 @@ def test_local_starts_the_server_reuses_it_and_stop_ends_it(cli, home):
     assert args[args.index("--model") + 1].endswith(WEIGHTS_1_5B[0])
     assert "--jinja" in args
     template = open(args[args.index("--chat-template-file") + 1]).read()
-    assert "```json" in template and "already ran" in template
+    assert "```json" in template and "already run" in template
+    assert args[args.index("--temp") + 1] == "0.2"
 
     p, st = cli.json("model", "status", "--json", env=env)
     assert p.returncode == 0

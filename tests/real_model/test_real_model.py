@@ -48,6 +48,17 @@ def task_primes(cli, sid):
     return task, check
 
 
+def task_mean(cli, sid):
+    values = [3, 8, 15, 22, 40]
+    want = f"{sum(values) / len(values):g}"
+    task = (f"Compute the mean of the numbers {', '.join(map(str, values[:-1]))} and "
+            f"{values[-1]} with Python and answer with it.")
+
+    def check(out):
+        assert want in out, f"expected {want} in the answer"
+    return task, check
+
+
 def task_squares_file(cli, sid):
     want = sum(n * n for n in range(1, 21))
     task = ("Write a CSV file /output/squares.csv with the header line n,square and one row for "
@@ -79,7 +90,7 @@ def task_sales_region(cli, sid):
     return task, check
 
 
-TASKS = {"primes": task_primes, "squares_file": task_squares_file,
+TASKS = {"primes": task_primes, "mean": task_mean, "squares_file": task_squares_file,
          "sales_region": task_sales_region}
 
 

