@@ -57,7 +57,8 @@ void add_model_commands(CLI::App& app, ExitCode& exit) {
     auto json = std::make_shared<bool>(false);
     std::vector<std::string> sizes;
     for (const auto& s : llm::local_model_specs()) sizes.push_back(s.size);
-    cmd->add_option("--size", *size, "Which model")->check(CLI::IsMember(sizes))
+    cmd->add_option("--size", *size, "Which model")
+        ->check(CLI::IsMember(sizes))
         ->capture_default_str();
     cmd->add_option("--port", *port,
                     fmt::format("Port on 127.0.0.1 (default {}, or a free one near it)",
