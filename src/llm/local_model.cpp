@@ -234,8 +234,12 @@ Status install_server(const fs::path& dir, const Progress& progress) {
   return core::ok_status();
 }
 
+bool process_alive(int pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+
+// A live process running llama-server: a pid file may name a pid another program has reused. Not
+// for a process just started: while it is being exec'd, its command line reads empty.
 bool process_is_server(int pid) {
-  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  if (!process_alive(pid)) return false;
   std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
   std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return cmdline.find("llama-server") != std::string::npos;
@@ -395,7 +399,7 @@ Result<LocalModelStatus> start_local_model(const LocalModelOptions& options) {
   write_line(server / "size", spec.size);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
   while (!server_healthy(port, std::chrono::seconds(2))) {
-    if (!process_is_server(pid)) {
+    if (!process_alive(pid)) {
       return core::unavailable(fmt::format("llama-server exited while starting; the end of {}:\n{}",
                                            log.string(), tail_of(log)));
     }
