@@ -20,6 +20,9 @@ codeact="$BUILD_DIR/src/cli/codeact"
 want=""
 case "${1:-}" in --local|--scripted) want="${1#--}"; shift ;; esac
 task="${1:-Make a sales.csv with 18 months of sales, load it, fit a trend, plot it}"
+# The small local model does better on a task without a model fit (it reaches for scikit-learn,
+# which a sandbox without network cannot install).
+local_task="${1:-Make a sales.csv with 18 months of made-up sales using pandas, then tell me which month sold the most}"
 model_args=()
 stand_in=""
 local_installed() {
@@ -35,6 +38,7 @@ elif [ "$want" = local ] || { [ -z "$want" ] && local_installed; }; then
   local_installed ||
     printf '   (its first setup takes about 30 minutes on 2 cores: a 1.1 GB download, a build)\n'
   model_args=(--model "$("$codeact" model local)")
+  task="$local_task"
 else
   printf '\n== No model configured: using the local stand-in model (scripts/demo_model.py)\n'
   printf '   Set OPENAI_API_KEY (or GEMINI_API_KEY, ANTHROPIC_API_KEY, CODEACT_MODEL) for a real one,\n'
