@@ -9,6 +9,7 @@
 
 #include "codeact/core/config.hpp"
 #include "codeact/core/file_lock.hpp"
+#include "codeact/core/files.hpp"
 #include "codeact/temporal/dev_server.hpp"
 
 namespace codeact::durable {
@@ -26,13 +27,6 @@ bool temporal_answers(const std::string& address, const std::string& ns,
   e.address = address;
   e.ns = ns;
   return connect_temporal(e, wait).ok();
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::string s;
-  std::getline(in, s);
-  return s;
 }
 
 }  // namespace
@@ -79,7 +73,7 @@ Result<TemporalEndpoint> resolve_temporal(const EndpointRequest& request,
   core::FileLock lock((dir / "lock").string());
 
   // A server this data directory started before, still running.
-  std::string known = read_file(dir / "address");
+  std::string known = core::read_first_line((dir / "address").string());
   if (!known.empty() && temporal_answers(known, e.ns, std::chrono::milliseconds(1500))) {
     e.address = known;
     say(fmt::format("using the embedded Temporal dev server at {} (already running; data in {})",

@@ -10,6 +10,7 @@
 
 #include "codeact/core/config.hpp"
 #include "codeact/core/file_lock.hpp"
+#include "codeact/core/files.hpp"
 #include "codeact/core/http_client.hpp"
 #include "codeact/core/loopback_port.hpp"
 #include "codeact/core/pypi.hpp"
@@ -29,13 +30,6 @@ using Progress = std::function<void(const std::string&)>;
 
 void say(const Progress& progress, const std::string& line) {
   if (progress) progress(line);
-}
-
-std::string read_line(const fs::path& p) {
-  std::ifstream in(p);
-  std::string s;
-  std::getline(in, s);
-  return core::trim(s);
 }
 
 void write_line(const fs::path& p, const std::string& s) { std::ofstream(p) << s << "\n"; }
@@ -289,7 +283,7 @@ LocalModelStatus local_model_status(const std::string& dir_arg) {
   LocalModelStatus st;
   st.dir = dir.string();
   st.log_file = (server / "log").string();
-  st.size = read_line(server / "size");
+  st.size = core::read_first_line((server / "size").string());
   if (st.size.empty()) st.size = local_model_specs().front().size;
   auto spec = local_model_spec(st.size);
   if (!spec.ok()) spec = local_model_specs().front();
@@ -297,8 +291,8 @@ LocalModelStatus local_model_status(const std::string& dir_arg) {
   st.server_installed = ::access(server_binary(dir).c_str(), X_OK) == 0;
   int pid = 0, port = 0;
   try {
-    pid = std::stoi(read_line(server / "pid"));
-    port = std::stoi(read_line(server / "port"));
+    pid = std::stoi(core::read_first_line((server / "pid").string()));
+    port = std::stoi(core::read_first_line((server / "port").string()));
   } catch (const std::exception&) {
     return st;
   }
@@ -314,7 +308,7 @@ bool stop_local_model(const std::string& dir_arg) {
   const fs::path server = fs::path(local_model_dir(dir_arg)) / "server";
   int pid = 0;
   try {
-    pid = std::stoi(read_line(server / "pid"));
+    pid = std::stoi(core::read_first_line((server / "pid").string()));
   } catch (const std::exception&) {
     return false;
   }

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "codeact/core/files.hpp"
 #include "codeact/core/subprocess.hpp"
 #include "sandbox_disk_internal.hpp"
 
@@ -34,13 +35,6 @@ std::string canonical(const std::string& path) {
   std::error_code ec;
   auto p = fs::canonical(path, ec);
   return ec ? path : p.string();
-}
-
-std::string read_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
 }
 
 core::Error loop_error(const std::string& what, int err) {
@@ -103,7 +97,7 @@ core::Result<int64_t> image_size(const std::string& path) {
 
 std::optional<std::string> attached_image(const std::string& device) {
   std::string name = fs::path(device).filename().string();
-  std::string backing = read_line("/sys/block/" + name + "/loop/backing_file");
+  std::string backing = core::read_first_line("/sys/block/" + name + "/loop/backing_file");
   if (backing.empty()) return std::nullopt;
   return backing;
 }
