@@ -82,6 +82,13 @@ bool json_bool(const Json& j, std::string_view key, bool fallback) {
   return it->get<bool>();
 }
 
+const Json& json_object(const Json& j, std::string_view key) {
+  static const Json kEmpty = Json::object();
+  if (!j.is_object()) return kEmpty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : kEmpty;
+}
+
 std::string dump_json(const Json& j, int indent) {
   return j.dump(indent, ' ', false, Json::error_handler_t::replace);
 }

@@ -160,7 +160,7 @@ internal::ProviderCall prepare(const ProviderOptions& options, const ModelSettin
 }
 
 core::Error error_from_event(const Json& j, const std::string& what) {
-  const Json error = j.value("error", Json::object());
+  const Json& error = core::json_object(j, "error");
   return core::Error(code_for_error_type(core::json_string(error, "type")),
                      what + ": " + internal::provider_error_message(core::dump_json(j)));
 }
@@ -209,7 +209,7 @@ Result<ModelResponse> AnthropicModel::request(const std::vector<ModelMessage>& m
                                             options_.provider_name});
     }
   }
-  apply_usage(j.value("usage", Json()), response.usage);
+  apply_usage(core::json_object(j, "usage"), response.usage);
   response.model_name = core::json_string(j, "model");
   response.provider_response_id = core::json_string(j, "id");
   finish_metadata(response, options_, core::json_string(j, "stop_reason"));
@@ -263,13 +263,13 @@ Result<ModelResponse> AnthropicModel::request_stream(const std::vector<ModelMess
       return false;
     }
     if (type == "message_start") {
-      const Json message = j.value("message", Json::object());
+      const Json& message = core::json_object(j, "message");
       response.provider_response_id = core::json_string(message, "id");
       response.model_name = core::json_string(message, "model");
-      apply_usage(message.value("usage", Json()), response.usage);
+      apply_usage(core::json_object(message, "usage"), response.usage);
     } else if (type == "content_block_start") {
       int64_t index = core::json_int(j, "index");
-      const Json block = j.value("content_block", Json::object());
+      const Json& block = core::json_object(j, "content_block");
       std::string kind = core::json_string(block, "type");
       std::string key = "block:" + std::to_string(index);
       if (kind == "text") {
@@ -292,7 +292,7 @@ Result<ModelResponse> AnthropicModel::request_stream(const std::vector<ModelMess
     } else if (type == "content_block_delta") {
       int64_t index = core::json_int(j, "index");
       std::string key = "block:" + std::to_string(index);
-      const Json delta = j.value("delta", Json::object());
+      const Json& delta = core::json_object(j, "delta");
       std::string delta_type = core::json_string(delta, "type");
       std::string kind = block_kind(index);
       if (delta_type == "text_delta" && kind == "text") {
@@ -307,10 +307,10 @@ Result<ModelResponse> AnthropicModel::request_stream(const std::vector<ModelMess
                                   options_.provider_name);
       }
     } else if (type == "message_delta") {
-      const Json delta = j.value("delta", Json::object());
+      const Json& delta = core::json_object(j, "delta");
       std::string reason = core::json_string(delta, "stop_reason");
       if (!reason.empty()) raw_reason = reason;
-      apply_usage(j.value("usage", Json()), response.usage);
+      apply_usage(core::json_object(j, "usage"), response.usage);
     } else if (type == "message_stop") {
       stopped_message = true;
     }

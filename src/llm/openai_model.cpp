@@ -176,7 +176,7 @@ Result<ModelResponse> parse_completion(const Json& j, const OpenAIOptions& optio
                            ": response has no choices: " + core::dump_json(j).substr(0, 300));
   }
   const Json& choice = (*choices)[0];
-  const Json message = choice.value("message", Json::object());
+  const Json& message = core::json_object(choice, "message");
   ModelResponse response;
   std::string reasoning = core::json_string(message, "reasoning_content");
   if (reasoning.empty()) reasoning = core::json_string(message, "reasoning");
@@ -188,7 +188,7 @@ Result<ModelResponse> parse_completion(const Json& j, const OpenAIOptions& optio
   if (content.empty() && !refusal.empty()) response.parts.push_back(TextPart{refusal});
   if (auto calls = message.find("tool_calls"); calls != message.end() && calls->is_array()) {
     for (const auto& c : *calls) {
-      const Json function = c.value("function", Json::object());
+      const Json& function = core::json_object(c, "function");
       Json args = function.value("arguments", Json(""));
       std::string id = core::json_string(c, "id");
       if (id.empty()) id = internal::generate_tool_call_id();
@@ -285,7 +285,7 @@ Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage
       if (!choice.is_object() || core::json_int(choice, "index") != 0) continue;
       std::string reason = core::json_string(choice, "finish_reason");
       if (!reason.empty()) raw_reason = reason;
-      const Json delta = choice.value("delta", Json::object());
+      const Json& delta = core::json_object(choice, "delta");
       if (!delta.is_object()) continue;
       std::string reasoning = core::json_string(delta, "reasoning_content");
       if (reasoning.empty()) reasoning = core::json_string(delta, "reasoning");
@@ -299,7 +299,7 @@ Result<ModelResponse> OpenAIModel::request_stream(const std::vector<ModelMessage
         if (!c.is_object()) continue;
         int64_t index = core::json_int(c, "index", static_cast<int64_t>(pos));
         std::string id = core::json_string(c, "id");
-        const Json function = c.value("function", Json::object());
+        const Json& function = core::json_object(c, "function");
         std::string name = core::json_string(function, "name");
         Json args_json = function.value("arguments", Json(""));
         std::string args =

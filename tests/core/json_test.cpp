@@ -31,6 +31,16 @@ TEST(ParseJson, ANumberBeyondADoubleIsAnErrorNotAnException) {
 
 // Seen while fixing the above (by reading, not by a fuzz run): json_int, which reads e.g. an MCP
 // error's "code", cast a float outside int64_t to it, which is undefined behaviour.
+TEST(JsonObject, GivesTheMemberOnlyWhenItIsAnObject) {
+  Json j = Json::parse(R"({"m": {"id": 1}, "s": "ping", "a": [1]})");
+  EXPECT_EQ(json_object(j, "m"), Json::parse(R"({"id": 1})"));
+  EXPECT_EQ(json_object(j, "s"), Json::object());
+  EXPECT_EQ(json_object(j, "a"), Json::object());
+  EXPECT_EQ(json_object(j, "missing"), Json::object());
+  EXPECT_EQ(json_object(Json::array({1}), "m"), Json::object());
+  EXPECT_EQ(json_object(Json("text"), "m"), Json::object());
+}
+
 TEST(JsonInt, AFloatOutsideInt64GivesTheFallback) {
   Json j = Json::parse(R"({"big": 1e300, "neg": -1e19, "frac": 2.7, "u": 18446744073709551615,
                            "min": -9223372036854775808, "text": "3"})");

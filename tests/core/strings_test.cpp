@@ -71,3 +71,12 @@ TEST(Strings, Utf8ValidityAcceptsWhatJsonCanCarry) {
   EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // above U+10FFFF
   EXPECT_FALSE(is_valid_utf8("a\x80"));             // stray continuation byte
 }
+
+TEST(ByteSizeText, UsesPowersOf1024WithOneDecimal) {
+  EXPECT_EQ(codeact::core::byte_size_text(0), "0 B");
+  EXPECT_EQ(codeact::core::byte_size_text(1023), "1023 B");
+  EXPECT_EQ(codeact::core::byte_size_text(1536), "1.5 KiB");
+  EXPECT_EQ(codeact::core::byte_size_text(200LL << 20), "200.0 MiB");
+  EXPECT_EQ(codeact::core::byte_size_text(3LL << 40), "3.0 TiB");
+  EXPECT_EQ(codeact::core::byte_size_text(5000LL << 40), "5000.0 TiB");
+}

@@ -209,6 +209,22 @@ TEST(AnthropicModel, ErrorEventMidStreamCarriesItsMessage) {
       << r.error().message();
 }
 
+// Found by fuzzing (anthropic_stream): a "message" that is not an object made Json::value throw
+// out of the parser.
+TEST(AnthropicModel, MembersThatAreNotObjectsAreAnErrorNotACrash) {
+  FakeProviderServer server;
+  std::vector<std::string> events{
+      sse_event("message_start", Json{{"type", "message_start"}, {"message", "ping"}}),
+      sse_event("message_delta", Json::array({1, 2})), sse_event("error", Json::array({"error"}))};
+  server.enqueue(sse_response(events));
+  AnthropicModel model(options_for(server));
+  StreamRecorder recorder;
+  auto r = model.request_stream(user_says("go"), {}, {}, recorder.handler());
+  ASSERT_FALSE(r.ok());  // read past the message_start, then refused the next event
+  EXPECT_NE(r.error().message().find("unreadable stream event: [1,2]"), std::string::npos)
+      << r.error().message();
+}
+
 TEST(AnthropicModel, StreamCutBeforeMessageStopIsAnError) {
   FakeProviderServer server;
   auto events = full_stream();

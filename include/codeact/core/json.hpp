@@ -33,6 +33,9 @@ std::string json_string(const Json& j, std::string_view key, std::string fallbac
 int64_t json_int(const Json& j, std::string_view key, int64_t fallback = 0);
 double json_number(const Json& j, std::string_view key, double fallback = 0);
 bool json_bool(const Json& j, std::string_view key, bool fallback = false);
+// j[key] when j is an object holding an object there, else an empty object: reading what a
+// server sent, where a member that should be an object may be anything (Json::value would throw).
+const Json& json_object(const Json& j, std::string_view key);
 
 // `v` as compact JSON cut to `max` bytes (core::abbreviate): what an error message shows of a
 // wrong value.

@@ -1,7 +1,8 @@
 // String helpers every layer needs, written once: trimming, joining, splitting, indenting,
-// abbreviating, UTF-8 validation. Pure functions on bytes (no locale); thread-safe.
+// abbreviating, UTF-8 validation, byte sizes. Pure functions on bytes (no locale); thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,5 +30,7 @@ std::string python_repr_string(std::string_view s);
 // True when `data` is valid UTF-8 (so it can travel as a JSON string): no overlong forms, no
 // surrogates, nothing above U+10FFFF, no truncated sequence.
 bool is_valid_utf8(std::string_view data);
+// A byte count as people read it, in powers of 1024: "512 B", "1.5 KiB", "200.0 MiB", "2.1 GiB".
+std::string byte_size_text(int64_t bytes);
 
 }  // namespace codeact::core
