@@ -295,12 +295,21 @@ def base_dir():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "checkpoints(n): kernels of the test keep only the last n checkpoints "
+        "(CODEACT_CHECKPOINTS=n), so that the files a commit replaces are deleted at once")
+
+
 @pytest.fixture
-def kernel_factory(base_dir):
+def kernel_factory(base_dir, request):
     started = []
+    marker = request.node.get_closest_marker("checkpoints")
+    retention = {"CODEACT_CHECKPOINTS": str(marker.args[0])} if marker else {}
 
     def make(sandbox_id="sbx-test", env=None, start=True, token=None, cgroup=None, base=None):
-        k = KernelProcess(base or base_dir, sandbox_id, env, token, cgroup)
+        k = KernelProcess(base or base_dir, sandbox_id, dict(retention, **(env or {})), token,
+                          cgroup)
         started.append(k)
         return k.start() if start else k
 

@@ -252,6 +252,7 @@ def test_class_mutated_later_restores_with_its_latest_definition(kernel, client)
     assert c.run("k.greet(), type(k) is K")["result"] == "('hi', True)"
 
 
+@pytest.mark.checkpoints(1)  # the replaced files are deleted at once
 def test_deleted_names_leave_the_snapshot(kernel, client):
     client.run("gone = 1\nstays = 2")
     client.run("del gone")
@@ -323,6 +324,7 @@ def test_corrupt_object_file_is_a_restore_error(kernel, client):
     assert value(c, "b") == "fine"
 
 
+@pytest.mark.checkpoints(1)  # the replaced files are deleted at once
 def test_untouched_large_value_is_not_rewritten(kernel, client):
     client.run("import numpy as np\nbig = np.ones(3_000_000)\nsmall = 0")
     entry = manifest(kernel)["entries"]["big"]
@@ -472,6 +474,7 @@ def test_execution_records_are_bounded(kernel, client, monkeypatch):
 
 # --------------------------------------------------------------------------- clear / vars / get
 
+@pytest.mark.checkpoints(1)  # the replaced files are deleted at once
 def test_clear_empties_namespace_and_state_durably(kernel, client):
     client.run("import json\na = 1\ndef f():\n    pass", execution_id="before-clear")
     r = client.ok("clear")

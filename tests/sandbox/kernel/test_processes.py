@@ -148,7 +148,8 @@ def test_plain_fork_bomb_ends_with_the_limit_and_leaves_nothing(kernel_factory, 
     # keeps events) and only it committed (a clone would commit this cell's number too).
     assert c.events == []
     assert c.run("1 + 1")["result"] == "2" and c.events == []
-    assert c.ok("hello")["cell"] == 1
+    assert c.ok("hello")["cell"] == 2
+    assert [cp["cell"] for cp in c.ok("checkpoints")["checkpoints"]] == [1, 2]
     assert wait_for(lambda: kernel_processes(k, pids_cgroup) == []), \
         kernel_processes(k, pids_cgroup)
 

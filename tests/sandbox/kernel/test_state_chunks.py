@@ -50,6 +50,7 @@ def ok(c, code):
     return r
 
 
+@pytest.mark.checkpoints(1)  # the replaced files are deleted at once
 def test_one_element_change_writes_one_chunk_and_the_array_restores_equal(chunked):
     k, c = chunked
     ok(c, "import numpy as np\nrng = np.random.default_rng(7)\n"
@@ -112,6 +113,7 @@ def test_layouts_and_dtypes_restore_exactly(chunked):
     assert ok(c, probe)["result"] == want
 
 
+@pytest.mark.checkpoints(1)  # the replaced files are deleted at once
 def test_equal_chunks_are_stored_once_and_unreferenced_chunks_are_removed(chunked):
     k, c = chunked
     ok(c, "import numpy as np\nzeros = np.zeros(6 * %d, dtype=np.uint8)\n"
@@ -142,6 +144,7 @@ def test_fsync_durability_saves_and_restores_chunks(kernel_factory):
         "(0.5, %r)" % float(3 * CHUNK // 8 - 2)
 
 
+@pytest.mark.checkpoints(1)  # the replaced files are deleted at once
 def test_clear_removes_the_chunks_with_the_state(chunked):
     k, c = chunked
     ok(c, "import numpy as np\ngone = np.arange(3 * %d // 8, dtype=np.float64)" % CHUNK)
@@ -279,6 +282,7 @@ def test_snapshot_of_the_previous_format_restores(kernel_factory, base_dir, monk
     shutil.rmtree(old_dir, ignore_errors=True)
 
 
+@pytest.mark.checkpoints(1)  # the replaced files are deleted at once
 def test_a_full_disk_fails_the_save_and_keeps_the_last_committed_state(kernel_factory, base_dir):
     # The storage on a 12 MiB tmpfs: the second cell's array does not fit.
     storage = os.path.join(base_dir, "storage")

@@ -7,6 +7,8 @@ since. Untouched groups are not rewritten; a group splits when the sharing ends.
 import json
 import os
 
+import pytest
+
 
 def manifest(k):
     with open(os.path.join(k.state, "manifest.json")) as f:
@@ -99,6 +101,7 @@ def test_class_attribute_shared_with_a_name_and_the_class_keeps_its_latest_defin
                      "Registry.version, Registry.items)") == "(True, True, True, 2, ['x'])"
 
 
+@pytest.mark.checkpoints(1)  # the replaced files are deleted at once
 def test_untouched_group_is_not_rewritten(kernel, client):
     client.run("a = [1]\nb = a\nc = [2]")
     path = os.path.join(kernel.state, file_of(kernel, "a"))
@@ -115,6 +118,7 @@ def test_untouched_group_is_not_rewritten(kernel, client):
     assert result(c, "(a is b, a, c)") == "(True, [1, 4], [2, 3])"
 
 
+@pytest.mark.checkpoints(1)  # the replaced files are deleted at once
 def test_group_splits_when_the_sharing_ends(kernel, client):
     client.run("a = [1]\nb = a\nd = {'a': a}")
     assert len({file_of(kernel, n) for n in "abd"}) == 1

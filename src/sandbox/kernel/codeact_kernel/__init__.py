@@ -9,6 +9,9 @@ of the package, one idea each:
     cells.py           execute and define: running user code, its errors, figures, files
     namespace.py       the user namespace: vars, get, clear, bridge.register
     state_store.py     the snapshot: pickling, manifest, commit, restore
+    checkpoints.py     the checkpoint log: a record per commit, retention, what it references
+    output_tree.py     the /output files a checkpoint keeps (content-addressed blobs)
+    time_travel.py     checkpoints, rewind, checkpoints.export/release/import (a fork)
     shared_objects.py  which names share objects (so they are pickled together)
     array_chunks.py    big numpy arrays in the snapshot as content-addressed chunks
     output_capture.py  fds 1 and 2 routed to the running cell (head + tail caps, streaming)
@@ -168,6 +171,14 @@ Wire protocol (version 2)
                running is waited for and its reply returned. Records are files under
                state/once/ (the last MAX_EXECUTION_RECORDS kept); an op cut short by a kernel
                crash has no record and runs again.
+    checkpoints {} -> checkpoints [{n, cell, execution_id, time, changed, files_changed,
+               not_persisted, added_bytes, current, forked_from?}], current, keep_last, budget
+    rewind {to, execution_id?} -> checkpoint, previous, restored, restore_errors,
+               files_restored, files_removed, files_left (run once per id)
+    checkpoints.export {at, name} -> path, checkpoint, files_left;
+    checkpoints.release {name}; checkpoints.import {path, execution_id?} -> checkpoint, restored,
+               restore_errors, files, source, source_checkpoint (run once per id)
+               See time_travel.py and the Checkpoints paragraph below.
     bridge.register {functions: [{name, signature: "def f(a: int) -> Any", doc}]} -> registered
     define  {source} -> defined [names] (kernel-provided: not listed, not persisted)
                bridge.register and define requests that succeeded and provided a name (not
@@ -273,6 +284,18 @@ Persistence (workspace/state)
     stop the others. A manifest that cannot be read is moved aside (*.unreadable-<t>).
     A name whose restore failed keeps its entry (a later restart may succeed) until the name is
     bound again or state is cleared.
+    Checkpoints: every commit (a cell, a clear, the final commit of a kernel going down) first
+    writes state/checkpoints/<n>.json (n from 1 in commit order: the entries and not_persisted
+    the manifest is about to hold, a reference to the tree of /output, state/trees/<sha256>.json
+    = {path: {sha256, size, mtime_ns, ino}} with contents in state/blobs/<sha256> (shared by the
+    checkpoints whose tree is the same), and a summary), then the manifest, which names it
+    ("checkpoint": n, "last_checkpoint"). So every commit writes the manifest. Object files are
+    never rewritten in place and chunks and blobs are content-addressed: a record references the
+    files of unchanged values, and a file goes only when neither the manifest nor a kept record
+    references it. Retention: CODEACT_CHECKPOINTS (all | N), CODEACT_CHECKPOINT_BUDGET (bytes
+    the records other than the current one may hold on their own); the current one is kept.
+    At start-up records above last_checkpoint (a commit that did not finish) are deleted and an
+    unreadable one is moved aside (reported in lost); state/exports/ is emptied.
     Test hooks: CODEACT_TEST_CRASH_BEFORE_COMMIT=1 / CODEACT_TEST_CRASH_AFTER_COMMIT=1 exit with
     status 137 just before / just after the manifest rename (after: before the reply is sent).
 """

@@ -196,12 +196,13 @@ class Cells:
                                       for n, r in sorted(not_persisted.items())]
             if t_save is not None:
                 self._note_save(reply, t_save)
+                reply["checkpoint"] = self.store.log.next_number()  # the one this commit makes
             return (exec_id, reply) if exec_id else None
 
         if self.persistence and persist:
             try:
                 self.store.commit(self.names.ns, self.names.user_names(), seq, candidates,
-                                  final_reply)
+                                  final_reply, (self.ws.output_dir, self._output_snapshot))
                 reply["snapshot_ms"] = elapsed_ms(t_save)  # the manifest's write included
                 self.names.pending_dirty.clear()
                 self._forget(exec_id)
@@ -212,6 +213,7 @@ class Cells:
                 self.names.pending_dirty |= candidates
                 log("codeact-kernel: commit of cell %d failed: %s" % (seq, e))
                 final_reply(self.store.not_persisted)
+                reply.pop("checkpoint", None)  # none was made
                 if exec_id:
                     self._remember(exec_id, reply)
         else:

@@ -24,6 +24,7 @@ from .protocol import PROTOCOL_VERSION, OpError, Server, answer, bind_listener, 
 from .provided import ProvidedLog
 from .run_once import RunOnce, execution_id
 from .state_store import StateStore
+from .time_travel import TimeTravel
 from .watchdog import Watchdog
 from .workers import WorkerPool
 
@@ -31,7 +32,8 @@ KERNEL_VERSION = "0.2.0"
 # Ops touching the namespace run one at a time on the main thread, in arrival order.
 MAIN_OPS = frozenset(
     ["execute", "execution.get", "vars", "get", "clear", "define", "bridge.register",
-     "shutdown"])
+     "shutdown", "checkpoints", "rewind", "checkpoints.export", "checkpoints.release",
+     "checkpoints.import"])
 # Ops that never touch the namespace run on fixed pools of threads started with the kernel.
 PROCESS_OPS = frozenset(["bash", "install"])
 FILE_OPS = frozenset(["files.list", "files.read", "files.write"])
@@ -78,9 +80,15 @@ class Kernel:
         # Functions the host provides are made again by a restarted kernel (provided.py).
         self.provided = ProvidedLog(self.ws.state_dir, fsync)
         # Ops that change something run once per execution id (run_once.py).
+        travel = self.time_travel = TimeTravel(self)
         self.main_handlers = {
             "vars": self.names.op_vars, "get": self.names.op_get,
             "clear": once.wrap("clear", self.names.op_clear),
+            "checkpoints": travel.op_checkpoints,
+            "rewind": once.wrap("rewind", travel.op_rewind),
+            "checkpoints.export": travel.op_export,
+            "checkpoints.release": travel.op_release,
+            "checkpoints.import": once.wrap("checkpoints.import", travel.op_import),
             "bridge.register": self.provided.wrap("bridge.register",
                                                   self.names.op_bridge_register)}
         self.pool_handlers = {
@@ -137,6 +145,7 @@ class Kernel:
         except OpError as e:
             log("codeact-kernel: the process supervisor did not start: %s" % e.message)
         if self.persistence:
+            self.time_travel.clean_exports()
             self.restored, self.restore_errors = self.store.restore(self.names.ns)
             self.cells.cell = self.store.cell
         self.restore_errors += self.provided.replay({

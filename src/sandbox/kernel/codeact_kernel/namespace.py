@@ -120,7 +120,17 @@ class Namespace:
                 "repr": bounded_repr(obj, GET_REPR_CAP), "value": value}
 
     def op_clear(self, msg):
-        cleared = sorted(self.user_names())
+        cleared = self.drop_user_values()
+        if self.persistence:
+            self.store.clear()
+        else:
+            self.store.forget_all()
+        return {"cleared": cleared}
+
+    def drop_user_values(self):
+        """Empties the namespace but for what the kernel and the host provide; the store is
+        left alone. Returns the names dropped."""
+        dropped = sorted(self.user_names())
         keep = {"__name__", "__doc__", "__builtins__"}
         for name in list(self.ns):
             if name in keep:
@@ -130,11 +140,7 @@ class Namespace:
             del self.ns[name]
         self.ns["__builtins__"] = builtins
         self.pending_dirty.clear()
-        if self.persistence:
-            self.store.clear()
-        else:
-            self.store.forget_all()
-        return {"cleared": cleared}
+        return dropped
 
     def op_bridge_register(self, msg):
         functions = msg.get("functions")

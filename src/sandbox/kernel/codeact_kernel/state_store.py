@@ -11,10 +11,11 @@ import sys
 import time
 import types
 
-from . import forks
+from . import forks, output_tree
 from .array_chunks import (ArrayChunks, ChunkUse, SnapshotWriteError, chunk_bytes_from_env,
                            chunked_array)
 from .atomic_files import fsync_dir, unlink_quiet, write_all, write_atomic
+from .checkpoints import CheckpointLog, record_refs
 from .protocol import OpError, encode
 from .shared_objects import WALK_BUDGET, SharingIndex, components, reach_all
 from .values import kind as kind_of, short, type_name
@@ -252,6 +253,9 @@ class StateStore:
         self.chunks = ArrayChunks(state_dir, chunk_bytes_from_env(), fsync)
         self.sharing = SharingIndex()  # what each saved name reached at its last save/restore
         self.last_saves = []  # [GroupSave] of the last commit
+        self.log = CheckpointLog(state_dir, fsync)  # every commit's checkpoint
+        self.blobs_dir = os.path.join(state_dir, "blobs")
+        self.tree = {}  # the /output tree of the current checkpoint (output_tree.py)
 
     def load_manifest(self):
         try:
@@ -292,7 +296,9 @@ class StateStore:
         keep = {e.get("file") for e in self.entries.values() if e.get("file")}
         keep.update(self.executions.values())
         keep.update("chunks/" + h for h in _chunk_refs(self.entries))
-        for sub in ("objects", "executions", "chunks"):
+        keep.update(record_refs({"files": self.tree}))
+        keep.update(self.log.counts)
+        for sub in ("objects", "executions", "chunks", "blobs", "trees"):
             d = os.path.join(self.dir, sub)
             try:
                 names = os.listdir(d)
@@ -305,7 +311,8 @@ class StateStore:
             present = set(os.listdir(self.chunks.dir))
         except OSError:
             present = set()
-        self.chunks.on_disk = present & _chunk_refs(self.entries)
+        self.chunks.on_disk = present & (_chunk_refs(self.entries) | {
+            p[len("chunks/"):] for p in self.log.counts if p.startswith("chunks/")})
         for fn in os.listdir(self.dir):
             if fn.startswith("manifest.json.tmp"):
                 unlink_quiet(os.path.join(self.dir, fn))
@@ -313,7 +320,8 @@ class StateStore:
     def write_manifest(self, cell, entries, executions, not_persisted):
         forks.leave_if_clone()  # a clone of the kernel (user code forked) never commits
         data = encode({"version": MANIFEST_VERSION, "cell": cell, "entries": entries,
-                        "executions": executions, "not_persisted": not_persisted})
+                        "executions": executions, "not_persisted": not_persisted,
+                        "checkpoint": self.log.current, "last_checkpoint": self.log.last})
         tmp = self.manifest_path + ".tmp-%d" % os.getpid()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -344,7 +352,8 @@ class StateStore:
             # Cannot happen through the kernel's own writes (rename is atomic); a disk that lost
             # data after a power cut can. Keep everything aside for a human, start empty.
             suffix = ".unreadable-%d" % int(time.time())
-            for src in (st.manifest_path, st.objects_dir, st.exec_dir, st.chunks.dir):
+            for src in (st.manifest_path, st.objects_dir, st.exec_dir, st.chunks.dir,
+                        st.log.dir, st.blobs_dir, os.path.join(st.dir, "trees")):
                 try:
                     os.rename(src, src + suffix)
                 except OSError:
@@ -359,6 +368,24 @@ class StateStore:
         st.cell = cell
         st.entries = entries
         st.executions = executions
+        st.log.current = int(m.get("checkpoint") or 0)
+        restore_errors += st.log.load(int(m.get("last_checkpoint") or st.log.current))
+        st.tree = {}
+        if st.log.current in st.log.summaries:
+            try:
+                st.tree = st.log.read(st.log.current).get("files") or {}
+            except OpError as e:
+                restore_errors.append({"name": "<checkpoint>", "reason": e.message})
+        st.not_persisted = {}
+        got, errors = st.load_values(ns, not_persisted)
+        return restored + got, restore_errors + errors
+
+    def load_values(self, ns, not_persisted):
+        """Loads the values of the entries into ns (start-up, a rewind, an import); returns
+        (restored names, [{name, reason}]). not_persisted: the names the state lacks, reported
+        as such."""
+        st = self
+        restored, restore_errors = [], []
         for name, reason in not_persisted.items():
             restore_errors.append(
                 {"name": name, "reason": "was not persisted: %s" % reason})
@@ -487,12 +514,14 @@ class StateStore:
                     "type": type_name(obj), "sha256": None, "size": 0}
         return None
 
-    def commit(self, ns, user, seq, candidates, make_record=None):
-        """Writes the snapshot for cell seq. candidates: names to examine besides new and
-        rebound ones. make_record(not_persisted) returns (execution_id, reply payload) or None;
-        it is called once the objects are written, so the recorded reply can list what this
-        very commit could not persist. The record is committed atomically with the state.
-        user: the user names of ns (the ones to persist). Sets last_saves."""
+    def commit(self, ns, user, seq, candidates, make_record=None, output=None):
+        """Writes the snapshot for cell seq, and its checkpoint. candidates: names to examine
+        besides new and rebound ones. make_record(not_persisted) returns (execution_id, reply
+        payload) or None; it is called once the objects are written, so the recorded reply can
+        list what this very commit could not persist. The record is committed atomically with
+        the state. user: the user names of ns (the ones to persist). output: (output dir,
+        {path: (mtime_ns, size, ino)}) of the files the checkpoint keeps (None: those of the
+        last one). Sets last_saves; returns the checkpoint's number."""
         st = self
         if not os.path.isdir(st.objects_dir):
             os.makedirs(st.objects_dir, exist_ok=True)
@@ -538,6 +567,10 @@ class StateStore:
         entries, not_persisted = c.entries, c.not_persisted
         executions = st.executions
         wrote_record = False
+        tree, files_changed = st.tree, set()
+        if output is not None:
+            tree, files_changed = output_tree.update(output[0], output[1], st.tree,
+                                                     st.blobs_dir, st.fsync)
         record = make_record(not_persisted) if make_record is not None else None
         if record is not None:
             exec_id, payload = record
@@ -557,27 +590,84 @@ class StateStore:
                 fsync_dir(st.objects_dir)
             if wrote_record:
                 fsync_dir(st.exec_dir)
-        # A cell that changed nothing persistent (no object, no record, same entries) costs no
-        # write at all: the snapshot of the last changing cell still describes the state.
-        if (c.wrote_objects or wrote_record or entries != st.entries
-                or not_persisted != st.not_persisted):
-            st.write_manifest(seq, entries, executions, not_persisted)
-            st.cell = seq
+        n = st._checkpoint(seq, record[0] if record else None, entries, not_persisted, tree,
+                           files_changed)
+        st._write_manifest_of(n, seq, entries, executions, not_persisted)
+        st.cell = seq
         old_chunks = _chunk_refs(st.entries)
         st.entries = entries
         st.executions = executions
         st.not_persisted = not_persisted
+        st.tree = tree
         st.committed = c.committed
         for name in c.forgotten:
             st.sharing.forget(name)
         for name, ids in c.remembered.items():
             st.sharing.remember(name, ids)
-        keep = {e.get("file") for e in entries.values()}
-        for rel in c.obsolete:
-            if rel and rel not in keep and rel not in executions.values():
-                unlink_quiet(os.path.join(st.dir, rel))
-        st.chunks.remove((old_chunks | st.chunks.written) - _chunk_refs(entries))
+        unused = {rel for rel in c.obsolete if rel and rel not in executions.values()}
+        unused |= {"chunks/" + h for h in old_chunks | st.chunks.written}
         st.chunks.written = set()
+        st.delete_unused(unused | st.log.prune())
+        return n
+
+    def _checkpoint(self, seq, exec_id, entries, not_persisted, tree, files_changed,
+                    changed=None, **extra):
+        """Writes the checkpoint record of the state about to be committed (before the manifest
+        that names it) and makes it the current one; returns its number. changed: the names
+        it changed (None: those whose entries differ from the manifest's)."""
+        forks.leave_if_clone()  # a clone of the kernel (user code forked) never commits
+        old = self.entries
+        if changed is None:
+            changed = sorted(n for n in set(old) | set(entries) if old.get(n) != entries.get(n))
+        n = self.log.next_number()
+        self.log.current_before = self.log.current
+        self.log.add(dict(extra, n=n, cell=seq, execution_id=exec_id,
+                          time=round(time.time(), 3), changed=changed,
+                          files_changed=sorted("/output/" + p for p in files_changed),
+                          not_persisted=not_persisted, entries=entries,
+                          files_tree=self.log.store_tree(tree)))
+        self.log.current = n
+        return n
+
+    def live_refs(self):
+        """The state-relative paths the manifest references (objects, chunks, file blobs)."""
+        return record_refs({"entries": self.entries, "files": self.tree})
+
+    def import_checkpoint(self, meta, tree):
+        """After an import (time_travel.py): the imported entries, already loaded, and tree
+        become the first checkpoint of this sandbox; returns its number."""
+        n = self._checkpoint(self.cell, None, self.entries, {}, tree, set(tree),
+                             changed=sorted(self.entries),
+                             forked_from={"sandbox": meta.get("source"),
+                                          "checkpoint": meta.get("checkpoint")})
+        self.tree = tree
+        self._write_manifest_of(n, self.cell, self.entries, self.executions, {})
+        return n
+
+    def _write_manifest_of(self, n, cell, entries, executions, not_persisted):
+        """write_manifest for checkpoint n, just recorded: when the manifest cannot be written,
+        the record goes too and the previous checkpoint stays the current one."""
+        previous = self.log.current_before
+        try:
+            self.write_manifest(cell, entries, executions, not_persisted)
+        except BaseException:
+            self.log.drop(n)
+            self.log.current = previous
+            raise
+
+    def delete_unused(self, paths):
+        """Deletes the state-relative paths that neither the manifest nor a kept checkpoint
+        references."""
+        live = self.live_refs()
+        chunks = set()
+        for rel in paths:
+            if rel in live or self.log.holds(rel):
+                continue
+            if rel.startswith("chunks/"):
+                chunks.add(rel[len("chunks/"):])
+            else:
+                unlink_quiet(os.path.join(self.dir, rel))
+        self.chunks.remove(chunks)
 
     def slow_save_notice(self, seconds):
         """For a save (the last commit) that took seconds: None when that is short (under
@@ -596,14 +686,13 @@ class StateStore:
             seconds, "; ".join(parts) if parts else "no single value stood out")
 
     def clear(self):
-        """Empties the snapshot (execution records kept)."""
-        old_files = {e.get("file") for e in self.entries.values() if e.get("file")}
-        old_chunks = _chunk_refs(self.entries)
-        self.write_manifest(self.cell, {}, self.executions, {})
-        for rel in old_files:
-            unlink_quiet(os.path.join(self.dir, rel))
-        self.chunks.remove(old_chunks)
+        """Empties the snapshot (execution records kept): a checkpoint too, so that a clear can
+        be rewound."""
+        old = record_refs({"entries": self.entries})
+        n = self._checkpoint(self.cell, None, {}, {}, self.tree, set())
+        self._write_manifest_of(n, self.cell, {}, self.executions, {})
         self.forget_all()
+        self.delete_unused(old | self.log.prune())
 
     def forget_all(self):
         self.entries, self.not_persisted, self.committed = {}, {}, {}
@@ -732,7 +821,10 @@ class _Commit:
             return
         variant = 0
         rel = st.object_file(names, self.seq)
-        while rel in self.in_use:  # never overwrite a file the manifest uses
+        # Never overwrite a file the manifest or a kept checkpoint uses: cell numbers repeat
+        # (a restart resumes from the last commit, a fork starts again at 1).
+        while (rel in self.in_use or st.log.holds(rel)
+               or os.path.exists(os.path.join(st.dir, rel))):
             variant += 1
             rel = st.object_file(names, self.seq, variant)
         path = os.path.join(st.dir, rel)
