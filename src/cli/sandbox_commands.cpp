@@ -2,12 +2,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 
 #include "cli_context.hpp"
 #include "codeact/core/json.hpp"
+#include "codeact/core/strings.hpp"
 
 namespace codeact::cli {
 namespace {
@@ -66,6 +68,168 @@ void print_cell(const sandbox::ExecuteResult& r, bool streamed) {
       std::cerr << fmt::format("[codeact] {} was cut: {} bytes omitted from the middle\n", it.key(),
                                it.value().dump());
     }
+  }
+}
+
+// What a checkpoint changed, in a line: "a, b; /output/x.csv".
+std::string changes_text(const sandbox::Checkpoint& c) {
+  std::string text = core::join(c.changed, ", ");
+  if (!c.files_changed.empty()) {
+    text += (text.empty() ? "" : "; ") + core::join(c.files_changed, ", ");
+  }
+  if (!c.forked_from.empty()) text += (text.empty() ? "" : "; ") + ("forked from " + c.forked_from);
+  return text.empty() ? "-" : text;
+}
+
+// What a rewind or a fork could not bring back: values ({name, reason}) and /output files that
+// no checkpoint keeps (`what_became` of them: "left as it is", "not carried over").
+void print_not_restored(const std::vector<Json>& errors, const std::vector<std::string>& files,
+                        std::string_view what_became) {
+  for (const auto& e : errors) {
+    std::cerr << fmt::format("[codeact] not restored: {} ({})\n", core::json_string(e, "name"),
+                             core::json_string(e, "reason"));
+  }
+  for (const auto& f : files) {
+    std::cerr << fmt::format("[codeact] {} (not kept by checkpoints): {}\n", what_became, f);
+  }
+}
+
+std::string local_time_text(double seconds) {
+  std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+// `sandbox history`, `sandbox rewind`, `sandbox fork` (docs/time-travel.md).
+void add_time_travel_commands(CLI::App* sb, ExitCode& exit) {
+  {
+    auto* cmd = sb->add_subcommand(
+        "history", "List a sandbox's checkpoints: one per committed cell, numbered from 1");
+    auto id = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    cmd->add_option("ID", *id, "Sandbox id")->required();
+    cmd->add_flag("--json", *json, "Print JSON");
+    cmd->footer(
+        "The current checkpoint is marked *. `codeact sandbox rewind ID --to N` makes the "
+        "sandbox's\nvariables and /output files those of checkpoint N; `codeact sandbox fork ID "
+        "--at N --id NEW`\nstarts a new sandbox from it.");
+    cmd->callback([=, &exit] {
+      with_manager(exit, [&](SandboxManager& m) {
+        auto r = m.history(*id);
+        if (!r.ok()) return report(r.error());
+        if (*json) {
+          print_json(r->to_json());
+          return kExitOk;
+        }
+        if (r->checkpoints.empty()) {
+          std::cerr << fmt::format("[codeact] sandbox \"{}\" has no checkpoints yet\n", *id);
+          return kExitOk;
+        }
+        std::cout << fmt::format("  {:>4} {:>5}  {:<19}  {:<24} {:>10}  {}\n", "N", "CELL", "TIME",
+                                 "EXECUTION ID", "SIZE", "CHANGED");
+        for (const auto& c : r->checkpoints) {
+          std::cout << fmt::format(
+              "{} {:>4} {:>5}  {:<19}  {:<24} {:>10}  {}\n", c.current ? "*" : " ", c.n, c.cell,
+              local_time_text(c.time),
+              c.execution_id.empty() ? "-" : core::abbreviate(c.execution_id, 24),
+              core::byte_size_text(c.added_bytes), changes_text(c));
+          if (!c.not_persisted.empty()) {
+            std::cout << fmt::format("{:>38}cannot restore: {}\n", "",
+                                     core::join(c.not_persisted, ", "));
+          }
+        }
+        std::cout << fmt::format(
+            "kept: {}{}\n",
+            r->keep_last ? fmt::format("the last {}", *r->keep_last) : std::string("all"),
+            fmt::format(" within {}", core::byte_size_text(r->budget)));
+        return kExitOk;
+      });
+    });
+  }
+  {
+    auto* cmd = sb->add_subcommand(
+        "rewind", "Make a sandbox's variables and /output files those of an earlier checkpoint");
+    auto id = std::make_shared<std::string>();
+    auto to = std::make_shared<int64_t>(0);
+    auto execution_id = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    cmd->add_option("ID", *id, "Sandbox id")->required();
+    cmd->add_option("--to", *to, "Checkpoint number (see `codeact sandbox history ID`)")
+        ->required()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--execution-id", *execution_id,
+                    "Rewind once: the same id again prints the recorded answer");
+    cmd->add_flag("--json", *json, "Print JSON");
+    cmd->footer(
+        "Later checkpoints are kept: the line printed at the end says how to undo the rewind.");
+    cmd->callback([=, &exit] {
+      with_manager(exit, [&](SandboxManager& m) {
+        auto r = m.rewind(*id, *to, *execution_id);
+        if (!r.ok()) return report(r.error());
+        if (*json) {
+          print_json(r->to_json());
+          return kExitOk;
+        }
+        if (r->replayed) {
+          std::cerr << fmt::format(
+              "[codeact] execution id {} already rewound; showing its recorded answer\n",
+              *execution_id);
+        }
+        std::cout << fmt::format(
+            "sandbox {} is at checkpoint {}: {} variables restored, {} files written, {} "
+            "removed\n",
+            *id, r->checkpoint, r->restored.size(), r->files_restored, r->files_removed);
+        print_not_restored(r->restore_errors, r->files_left, "left as it is");
+        std::cout << fmt::format("undo: codeact sandbox rewind {} --to {}\n", *id, r->previous);
+        return kExitOk;
+      });
+    });
+  }
+  {
+    auto* cmd = sb->add_subcommand(
+        "fork", "Start a new sandbox from a checkpoint of another (which stays as it is)");
+    auto id = std::make_shared<std::string>();
+    auto at = std::make_shared<int64_t>(0);
+    auto new_id = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    cmd->add_option("ID", *id, "Sandbox to fork")->required();
+    cmd->add_option("--at", *at, "Its checkpoint to start from (default: the current one)")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--id", *new_id, "Id of the new sandbox (default: ID-fork-N)");
+    cmd->add_flag("--json", *json, "Print JSON");
+    cmd->callback([=, &exit] {
+      with_manager(exit, [&](SandboxManager& m) {
+        int64_t checkpoint = *at;
+        if (checkpoint == 0) {
+          auto h = m.history(*id);
+          if (!h.ok()) return report(h.error());
+          if (h->current == 0) {
+            return report(core::failed_precondition(
+                fmt::format("sandbox \"{}\" has no checkpoint yet: run a cell in it first", *id)));
+          }
+          checkpoint = h->current;
+        }
+        std::string target = new_id->empty() ? fmt::format("{}-fork-{}", *id, checkpoint) : *new_id;
+        std::cerr << fmt::format("[codeact] forking {} at checkpoint {} into {} ...\n", *id,
+                                 checkpoint, target);
+        auto r = m.fork(*id, checkpoint, target);
+        if (!r.ok()) return report(r.error());
+        if (*json) {
+          print_json(r->to_json());
+          return kExitOk;
+        }
+        std::cout << fmt::format("{}\n", r->sandbox.id);
+        std::cerr << fmt::format(
+            "[codeact] sandbox {} starts from checkpoint {} of {}: {} variables{}\n", r->sandbox.id,
+            r->source_checkpoint, r->source, r->restored.size(),
+            r->restored.empty() ? "" : " (" + core::join(r->restored, ", ") + ")");
+        print_not_restored(r->restore_errors, r->files_left, "not carried over");
+        return kExitOk;
+      });
+    });
   }
 }
 
@@ -432,6 +596,8 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
       });
     });
   }
+
+  add_time_travel_commands(sb, exit);
 }
 
 void add_volume_commands(CLI::App& app, ExitCode& exit) {

@@ -37,6 +37,20 @@ sandbox::SandboxOptions SandboxPlan::start_options() const {
 }
 
 Result<SandboxStarted> start_sandbox(sandbox::SandboxBackend& backend, const SandboxPlan& plan) {
+  if (plan.fork_from) {
+    auto existing = backend.info(plan.sandbox_id);
+    bool fork = !existing.ok() && existing.error().code() == core::Code::kNotFound;
+    if (!existing.ok() && !fork) return existing.error();
+    if (existing.ok()) {
+      CODEACT_TRY(auto history, backend.history(plan.sandbox_id));
+      fork = history.checkpoints.empty();
+    }
+    if (fork) {
+      CODEACT_TRY(auto forked, backend.fork(plan.fork_from->sandbox, plan.fork_from->checkpoint,
+                                            plan.sandbox_id));
+      return SandboxStarted{false, forked.sandbox.volume};
+    }
+  }
   CODEACT_TRY(auto info, backend.start(plan.start_options()));
   return SandboxStarted{info.resumed, info.volume};
 }

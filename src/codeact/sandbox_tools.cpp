@@ -83,7 +83,9 @@ ToolResult execute_python(const Bound& b, const ExecutePythonArgs& a, const RunC
                {"files", r->files},
                {"timed_out", r->timed_out},
                {"replayed", r->replayed},
-               {"error_type", r->error ? Json(r->error->type) : Json(nullptr)}};
+               {"error_type", r->error ? Json(r->error->type) : Json(nullptr)},
+               {"checkpoint", r->checkpoint > 0 ? Json(r->checkpoint) : Json(nullptr)},
+               {"sandbox", b.id()}};
   return returns(std::move(content), SandboxTools::format_cell(*r, req.timeout_seconds));
 }
 

@@ -901,11 +901,15 @@ Result<ExecResult> DockerClient::exec(const std::string& id, const ExecSpec& spe
   return result;
 }
 
+// A sandbox's whole state (a fork) can be gigabytes.
+constexpr std::chrono::milliseconds kArchiveTimeout = std::chrono::minutes(30);
+
 Status DockerClient::put_archive(const std::string& id, const std::string& path, std::string tar) {
   Call c;
   c.method = "PUT";
   c.path = fmt::format("/containers/{}/archive?path={}", path_escape(id), core::url_encode(path));
   c.what = fmt::format("copy files into container \"{}\" at {}", id, path);
+  c.timeout = kArchiveTimeout;
   c.content_type = "application/x-tar";
   c.body_size = tar.size();
   c.body = std::move(tar);
@@ -918,6 +922,7 @@ Result<ArchiveResult> DockerClient::get_archive(const std::string& id, const std
   Call c;
   c.path = fmt::format("/containers/{}/archive?path={}", path_escape(id), core::url_encode(path));
   c.what = fmt::format("copy {} out of container \"{}\"", path, id);
+  c.timeout = kArchiveTimeout;
   CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
   ArchiveResult out;
   out.tar = std::move(r.body);

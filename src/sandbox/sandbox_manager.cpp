@@ -185,6 +185,12 @@ class SandboxManager::Impl {
   std::string socket_path(const std::string& id) const { return kernel_dir(id) + "/kernel.sock"; }
   VolumeSpec volume_spec(const std::string& id) const;
 
+  Result<SandboxOptions> options_of(const std::string& id) {
+    auto c = docker_->inspect_container(container_name(id));
+    if (!c.ok()) return c.error().with_context(fmt::format("sandbox \"{}\"", id));
+    return options_from_labels(id, *c);
+  }
+
  private:
   // Host paths of a sandbox: <data>/sandboxes/<id>/{kernel/ (bind-mounted at /run/codeact, not
   // writable by the sandbox), disk.ext4}.
@@ -336,6 +342,39 @@ Result<SandboxManagerOptions> manager_options_from_config(const Json& app_config
     }
     base.default_disk = text;
   }
+  if (section.contains("checkpoints") && !section["checkpoints"].is_null()) {
+    const Json& v = section["checkpoints"];
+    std::string text = v.is_string() ? core::trim(v.get<std::string>()) : "";
+    int64_t n = 0;
+    bool ok = text == "all";
+    if (!ok && text.rfind("last ", 0) == 0) {
+      try {
+        size_t used = 0;
+        n = std::stoll(text.substr(5), &used);
+        ok = used == text.size() - 5 && n >= 1;
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (!ok) {
+      return core::invalid_argument(fmt::format(
+          "app_conf.yml: sandbox.checkpoints is {}; write all, or last N (N >= 1)", v.dump()));
+    }
+    base.checkpoints_kept = n;
+  }
+  if (section.contains("checkpoint_budget") && !section["checkpoint_budget"].is_null()) {
+    const Json& v = section["checkpoint_budget"];
+    auto bytes = v.is_string() ? parse_size(v.get<std::string>())
+                 : v.is_number_integer() && v.get<int64_t>() >= 0
+                     ? Result<int64_t>(v.get<int64_t>())
+                     : Result<int64_t>(core::invalid_argument("not a size"));
+    if (!bytes.ok()) {
+      return core::invalid_argument(fmt::format(
+          "app_conf.yml: sandbox.checkpoint_budget is {}; write a size such as 1g or 500m",
+          v.dump()));
+    }
+    base.checkpoint_budget = *bytes;
+  }
   return base;
 }
 
@@ -437,7 +476,11 @@ Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions&
               {"CODEACT_DURABILITY", env("CODEACT_DURABILITY").value_or("fsync")},
               {"CODEACT_SOCKET", std::string(kKernelSocketDir) + "/kernel.sock"},
               {"CODEACT_KERNEL_TOKEN", token},
-              {"CODEACT_DISK_LIMIT", disk}};
+              {"CODEACT_DISK_LIMIT", disk},
+              {"CODEACT_CHECKPOINTS", options_.checkpoints_kept > 0
+                                          ? std::to_string(options_.checkpoints_kept)
+                                          : std::string("all")},
+              {"CODEACT_CHECKPOINT_BUDGET", std::to_string(options_.checkpoint_budget)}};
   spec.labels = {{std::string(kSandboxLabel), "1"},
                  {std::string(kSandboxIdLabel), id},
                  {std::string(kLayoutLabel), std::string(kLayout)},
@@ -644,7 +687,13 @@ Status SandboxManager::Impl::start_container(const std::string& id) {
     return create_container(o, c->config_image, label_or(c->labels, kDiskLabel));
   }
   ::unlink(socket_path(id).c_str());
-  return docker_->start_container(container_name(id));
+  Status started = docker_->start_container(container_name(id));
+  if (started.ok() || started.error().code() != core::Code::kAlreadyExists) return started;
+  // "task ...: already exists": the engine was killed while the container ran and its runtime
+  // still holds the old task. The state is on the volume: a new container resumes from it.
+  core::log().warn("sandbox \"{}\": {}; recreating its container (state kept)", id,
+                   started.error().message());
+  return recreate_container(id, *c);
 }
 
 Status SandboxManager::Impl::restart_running(const std::string& id, std::chrono::seconds grace) {
@@ -1550,6 +1599,28 @@ Status SandboxManager::define(const std::string& id, const std::string& source) 
 Result<Json> SandboxManager::kernel_call(const std::string& id, const std::string& op, Json fields,
                                          std::chrono::milliseconds timeout) {
   return impl_->kernel_call(id, op, std::move(fields), timeout);
+}
+Result<CheckpointHistory> SandboxManager::history(const std::string& id) {
+  CODEACT_TRY(Json r, impl_->kernel_call(id, "checkpoints", Json::object(), 60s));
+  CheckpointHistory h;
+  for (const auto& c : r.value("checkpoints", Json::array())) {
+    h.checkpoints.push_back(Checkpoint::from_json(c));
+  }
+  h.current = core::json_int(r, "current");
+  if (r.contains("keep_last") && r["keep_last"].is_number()) h.keep_last = r["keep_last"];
+  h.budget = core::json_int(r, "budget");
+  return h;
+}
+Result<RewindResult> SandboxManager::rewind(const std::string& id, int64_t to,
+                                            const std::string& execution_id) {
+  CODEACT_TRY(Json r,
+              impl_->kernel_call(id, "rewind", with_execution_id(Json{{"to", to}}, execution_id),
+                                 std::chrono::minutes(30)));
+  return RewindResult::from_json(r);
+}
+Result<SandboxOptions> SandboxManager::options_of(const std::string& id) {
+  CODEACT_TRY_STATUS(validate_id(id));
+  return impl_->options_of(id);
 }
 Result<std::vector<VolumeInfo>> SandboxManager::list_volumes() { return impl_->list_volumes(); }
 Status SandboxManager::remove_volume(const std::string& id) { return impl_->remove_volume(id); }

@@ -50,7 +50,8 @@ Json ExecuteResult::to_json() const {
               {"kernel_restarted", kernel_restarted},
               {"notice", notice.empty() ? Json(nullptr) : Json(notice)},
               {"truncated", truncated},
-              {"snapshot_ms", snapshot_ms}};
+              {"snapshot_ms", snapshot_ms},
+              {"checkpoint", checkpoint > 0 ? Json(checkpoint) : Json(nullptr)}};
 }
 
 ExecuteResult ExecuteResult::from_json(const Json& j) {
@@ -80,7 +81,82 @@ ExecuteResult ExecuteResult::from_json(const Json& j) {
   r.truncated = j.value("truncated", Json());
   if (r.truncated.is_object() && r.truncated.empty()) r.truncated = nullptr;
   r.snapshot_ms = static_cast<int64_t>(core::json_number(j, "snapshot_ms"));
+  r.checkpoint = core::json_int(j, "checkpoint");
   return r;
+}
+
+Json Checkpoint::to_json() const {
+  return Json{{"n", n},
+              {"cell", cell},
+              {"execution_id", execution_id.empty() ? Json(nullptr) : Json(execution_id)},
+              {"time", time},
+              {"changed", changed},
+              {"files_changed", files_changed},
+              {"not_persisted", not_persisted},
+              {"added_bytes", added_bytes},
+              {"current", current},
+              {"forked_from", forked_from.empty() ? Json(nullptr) : Json(forked_from)}};
+}
+
+Checkpoint Checkpoint::from_json(const Json& j) {
+  Checkpoint c;
+  c.n = core::json_int(j, "n");
+  c.cell = core::json_int(j, "cell");
+  c.execution_id = core::json_string(j, "execution_id");
+  c.time = core::json_number(j, "time");
+  c.changed = string_list(j.value("changed", Json::array()));
+  c.files_changed = string_list(j.value("files_changed", Json::array()));
+  const Json& np = j.contains("not_persisted") ? j["not_persisted"] : Json();
+  if (np.is_object()) {
+    for (const auto& [name, reason] : np.items()) c.not_persisted.push_back(name);
+  }
+  c.added_bytes = core::json_int(j, "added_bytes");
+  c.current = core::json_bool(j, "current");
+  const Json& from = j.contains("forked_from") ? j["forked_from"] : Json();
+  if (from.is_object()) {
+    c.forked_from = fmt::format("{}@{}", core::json_string(from, "sandbox"),
+                                core::json_int(from, "checkpoint"));
+  }
+  return c;
+}
+
+Json CheckpointHistory::to_json() const {
+  Json list = Json::array();
+  for (const auto& c : checkpoints) list.push_back(c.to_json());
+  return Json{{"checkpoints", list},
+              {"current", current},
+              {"keep_last", keep_last ? Json(*keep_last) : Json(nullptr)},
+              {"budget", budget}};
+}
+
+Json RewindResult::to_json() const {
+  return Json{{"checkpoint", checkpoint},
+              {"previous", previous},
+              {"restored", restored},
+              {"restore_errors", restore_errors},
+              {"files_restored", files_restored},
+              {"files_removed", files_removed},
+              {"files_left", files_left},
+              {"replayed", replayed}};
+}
+
+RewindResult RewindResult::from_json(const Json& j) {
+  RewindResult r;
+  r.checkpoint = core::json_int(j, "checkpoint");
+  r.previous = core::json_int(j, "previous");
+  r.restored = string_list(j.value("restored", Json::array()));
+  r.restore_errors = json_list(j.value("restore_errors", Json::array()));
+  r.files_restored = core::json_int(j, "files_restored");
+  r.files_removed = core::json_int(j, "files_removed");
+  r.files_left = string_list(j.value("files_left", Json::array()));
+  r.replayed = core::json_bool(j, "replayed");
+  return r;
+}
+
+Json ForkResult::to_json() const {
+  return Json{{"sandbox", sandbox.to_json()},           {"source", source},
+              {"source_checkpoint", source_checkpoint}, {"restored", restored},
+              {"restore_errors", restore_errors},       {"files_left", files_left}};
 }
 
 Json BashResult::to_json() const {

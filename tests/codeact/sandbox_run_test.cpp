@@ -167,6 +167,35 @@ TEST(SandboxRunTest, EndingASandboxAlreadyGoneIsNoError) {
   EXPECT_TRUE(backend.with("s1", [](auto& s) { return s.running; }));
 }
 
+TEST(StartSandbox, AForkedPlanForksOnlyWhenTheSandboxIsNewOrHasNoCheckpoint) {
+  FakeSandboxBackend backend;
+  ASSERT_TRUE(backend.start(sandbox::SandboxOptions{.id = "src"}).ok());
+  backend.with("src", [](auto& s) { s.variables["x"] = {"int", "1", 1}; });
+  ASSERT_TRUE(backend.execute("src", sandbox::ExecuteRequest{.code = "x = 1"}).ok());
+  backend.with("src", [](auto& s) { s.variables["x"] = {"int", "2", 2}; });
+  ASSERT_TRUE(backend.execute("src", sandbox::ExecuteRequest{.code = "x = 2"}).ok());
+  SandboxPlan plan;
+  plan.sandbox_id = "child";
+  plan.fork_from = SandboxFork{"src", 1};
+  auto started = start_sandbox(backend, plan);
+  ASSERT_TRUE(started.ok()) << started.error().message();
+  EXPECT_FALSE(started->resumed);
+  EXPECT_EQ(backend.calls_of("fork").size(), 1u);
+  EXPECT_EQ(backend.with("child", [](auto& s) { return s.variables.at("x").repr; }), "1");
+  // Started again (a later run of the chat): resumed as it is, not forked again.
+  backend.with("child", [](auto& s) { s.variables["x"] = {"int", "5", 5}; });
+  ASSERT_TRUE(backend.execute("child", sandbox::ExecuteRequest{.code = "x = 5"}).ok());
+  auto again = start_sandbox(backend, plan);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->resumed);
+  EXPECT_EQ(backend.calls_of("fork").size(), 1u);
+  EXPECT_EQ(backend.with("child", [](auto& s) { return s.variables.at("x").repr; }), "5");
+  // A fork of a checkpoint that does not exist is the start's error.
+  plan.sandbox_id = "other";
+  plan.fork_from = SandboxFork{"src", 9};
+  EXPECT_EQ(start_sandbox(backend, plan).error().code(), core::Code::kNotFound);
+}
+
 TEST(RunDirect, RunsTheSameStepsInThisProcessAndSaysSo) {
   auto backend = std::make_shared<FakeSandboxBackend>();
   auto model = std::make_shared<RecordingModel>(

@@ -135,3 +135,26 @@ TEST(SandboxDiskOption, TheSandboxSectionOfAppConfSetsTheDefaultDisk) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("sandbox.disk"), std::string::npos);
 }
+
+TEST(SandboxCheckpointOptions, RetentionComesFromTheSandboxSectionAndBadValuesAreNamed) {
+  auto defaults = manager_options_from_config(core::Json::object());
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->checkpoints_kept, 0);  // all
+  EXPECT_EQ(defaults->checkpoint_budget, int64_t{1} << 30);
+  auto set = manager_options_from_config(
+      core::Json{{"sandbox", {{"checkpoints", "last 5"}, {"checkpoint_budget", "200m"}}}});
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  EXPECT_EQ(set->checkpoints_kept, 5);
+  EXPECT_EQ(set->checkpoint_budget, int64_t{200} << 20);
+  auto all = manager_options_from_config(core::Json{{"sandbox", {{"checkpoints", "all"}}}});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->checkpoints_kept, 0);
+  for (const char* bad : {"last 0", "last", "some", "last 3x"}) {
+    auto r = manager_options_from_config(core::Json{{"sandbox", {{"checkpoints", bad}}}});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message().find("sandbox.checkpoints"), std::string::npos);
+  }
+  auto budget = manager_options_from_config(core::Json{{"sandbox", {{"checkpoint_budget", "x"}}}});
+  ASSERT_FALSE(budget.ok());
+  EXPECT_NE(budget.error().message().find("sandbox.checkpoint_budget"), std::string::npos);
+}

@@ -54,6 +54,15 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
     int64_t cell = 0;
     std::map<std::string, sandbox::ExecuteResult> cells_run;  // by execution id
     std::map<std::string, sandbox::BashResult> scripts_run;   // by execution id
+    // Checkpoints: what files and variables were after each committed cell and clear.
+    struct Snapshot {
+      std::map<std::string, std::pair<std::string, double>> files;
+      std::map<std::string, Variable> variables;
+      sandbox::Checkpoint meta;
+    };
+    std::vector<Snapshot> checkpoints;
+    int64_t current = 0;
+    std::map<std::string, sandbox::RewindResult> rewinds_run;  // by execution id
   };
   // One call of an operation: its name, the sandbox id and what it was given.
   struct Call {
@@ -193,6 +202,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
     }
     r.cell = ++s->cell;
     r.execution_id = request.execution_id;
+    r.checkpoint = checkpoint(*s, request.execution_id);
     if (!request.execution_id.empty()) s->cells_run[request.execution_id] = r;
     return r;
   }
@@ -269,6 +279,7 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
     for (const auto& [name, _] : s->variables) names.push_back(name);
     s->variables.clear();
     s->defined.clear();
+    checkpoint(*s, "");
     return Json{{"cleared", names}};
   }
   Result<std::vector<sandbox::FileEntry>> list_files(const std::string& id,
@@ -346,8 +357,93 @@ class FakeSandboxBackend final : public sandbox::SandboxBackend {
     }
     return core::ok_status();
   }
+  Result<sandbox::CheckpointHistory> history(const std::string& id) override {
+    std::lock_guard lock(mu_);
+    record("history", id, Json::object());
+    CODEACT_TRY_STATUS(injected("history", id));
+    CODEACT_TRY(Sandbox * s, running(id));
+    sandbox::CheckpointHistory h;
+    for (const auto& snap : s->checkpoints) {
+      h.checkpoints.push_back(snap.meta);
+      h.checkpoints.back().current = snap.meta.n == s->current;
+    }
+    h.current = s->current;
+    return h;
+  }
+  Result<sandbox::RewindResult> rewind(const std::string& id, int64_t to,
+                                       const std::string& execution_id = "") override {
+    std::lock_guard lock(mu_);
+    record("rewind", id, Json{{"to", to}, {"execution_id", execution_id}});
+    CODEACT_TRY_STATUS(injected("rewind", id));
+    CODEACT_TRY(Sandbox * s, running(id));
+    if (auto it = s->rewinds_run.find(execution_id);
+        !execution_id.empty() && it != s->rewinds_run.end()) {
+      sandbox::RewindResult again = it->second;
+      again.replayed = true;
+      return again;
+    }
+    if (to < 1 || to > static_cast<int64_t>(s->checkpoints.size()))
+      return core::not_found(fmt::format("there is no checkpoint {}", to));
+    const auto& snap = s->checkpoints[to - 1];
+    sandbox::RewindResult r;
+    r.checkpoint = to;
+    r.previous = s->current;
+    s->files = snap.files;
+    s->variables = snap.variables;
+    s->current = to;
+    for (const auto& [name, _] : snap.variables) r.restored.push_back(name);
+    if (!execution_id.empty()) s->rewinds_run[execution_id] = r;
+    return r;
+  }
+  Result<sandbox::ForkResult> fork(const std::string& id, int64_t at,
+                                   const std::string& new_id) override {
+    std::lock_guard lock(mu_);
+    record("fork", id, Json{{"at", at}, {"new_id", new_id}});
+    CODEACT_TRY_STATUS(injected("fork", id));
+    CODEACT_TRY(Sandbox * s, find(id));
+    if (at < 1 || at > static_cast<int64_t>(s->checkpoints.size()))
+      return core::not_found(fmt::format("there is no checkpoint {}", at));
+    const std::string from = fmt::format("{}@{}", id, at);
+    sandbox::ForkResult out;
+    out.source = id;
+    out.source_checkpoint = at;
+    if (auto it = sandboxes_.find(new_id); it != sandboxes_.end()) {
+      const auto& cps = it->second.checkpoints;
+      if (cps.empty() || cps.front().meta.forked_from != from)
+        return core::Error(core::Code::kAlreadyExists,
+                           fmt::format("sandbox \"{}\" already exists", new_id));
+    } else {
+      Sandbox child;
+      child.options = s->options;
+      child.options.id = new_id;
+      child.python_packages = s->python_packages;
+      child.system_packages = s->system_packages;
+      child.running = true;
+      const auto& snap = s->checkpoints[at - 1];
+      child.files = snap.files;
+      child.variables = snap.variables;
+      checkpoint(child, "");
+      child.checkpoints.back().meta.forked_from = from;
+      s = nullptr;  // the emplace below may move the source
+      sandboxes_.emplace(new_id, std::move(child));
+    }
+    Sandbox& child = sandboxes_.at(new_id);
+    for (const auto& [name, _] : child.checkpoints.front().variables) out.restored.push_back(name);
+    out.sandbox = info_of(new_id, child);
+    return out;
+  }
 
  private:
+  // Records the sandbox's files and variables as its next checkpoint; returns its number.
+  int64_t checkpoint(Sandbox& s, const std::string& execution_id) {
+    Sandbox::Snapshot snap{s.files, s.variables, {}};
+    snap.meta.n = static_cast<int64_t>(s.checkpoints.size()) + 1;
+    snap.meta.cell = s.cell;
+    snap.meta.execution_id = execution_id;
+    s.checkpoints.push_back(std::move(snap));
+    s.current = s.checkpoints.back().meta.n;
+    return s.current;
+  }
   static void add_unique(std::vector<std::string>& v, const std::string& x) {
     if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
   }

@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,13 @@ namespace codeact::codeact {
 enum class SandboxEnd { kStop, kRemove, kKeep };
 std::string_view sandbox_end_name(SandboxEnd end);  // "stop" | "remove" | "keep"
 
+// Where a sandbox that is forked starts: checkpoint `checkpoint` of sandbox `sandbox`
+// (SandboxBackend::fork).
+struct SandboxFork {
+  std::string sandbox;
+  int64_t checkpoint = 0;
+};
+
 // The sandbox of a run and what becomes of it.
 struct SandboxPlan {
   std::string sandbox_id;  // REQUIRED
@@ -45,6 +53,9 @@ struct SandboxPlan {
   std::string disk;  // the sandbox's disk limit ("10g", "none"); "" = the backend's default
   bool keep_sandbox = false;   // leave the container running at the end
   bool remove_volume = false;  // also remove the volume (its state and files) at the end
+  // Set: the sandbox starts as a fork of that checkpoint when it does not exist yet (or exists
+  // with no checkpoint: a fork cut short); an existing one is resumed as it is.
+  std::optional<SandboxFork> fork_from;
 
   // kKeep with keep_sandbox; kStop after a success unless remove_volume; kRemove otherwise.
   SandboxEnd end(bool success) const;

@@ -73,6 +73,22 @@ class SandboxBackend {
   // Executes Python source whose names become sandbox-provided (custom functions): not listed
   // as variables, not persisted.
   virtual core::Status define(const std::string& id, const std::string& source) = 0;
+
+  // Time travel (docs/time-travel.md). Every committed cell leaves a checkpoint, numbered from 1.
+  // FailedPrecondition when the sandbox runs without persistence.
+  virtual core::Result<CheckpointHistory> history(const std::string& id) = 0;
+  // The live kernel's variables and /output files become checkpoint `to`'s (NotFound when it was
+  // never made or was pruned); what cells left uncommitted is committed first. Later checkpoints
+  // are kept: rewinding to the result's `previous` undoes it. With an `execution_id` it rewinds
+  // once: the same id again returns the recorded answer.
+  virtual core::Result<RewindResult> rewind(const std::string& id, int64_t to,
+                                            const std::string& execution_id = "") = 0;
+  // A new sandbox `new_id` (own container and volume, the source's options) starting from
+  // checkpoint `at` of sandbox `id`, whose own state is untouched. AlreadyExists when `new_id`
+  // exists and was not made by this fork, or has state of its own (checkpoints, variables,
+  // /output files); a retry of a fork that finished returns its result.
+  virtual core::Result<ForkResult> fork(const std::string& id, int64_t at,
+                                        const std::string& new_id) = 0;
 };
 
 }  // namespace codeact::sandbox

@@ -61,6 +61,11 @@ struct SandboxManagerOptions {
   // The disk limit of sandboxes started without one (SandboxOptions::disk ""): a size or "none".
   // "" = 10g. The CLI passes `sandbox.disk` of app_conf.yml.
   std::string default_disk;
+  // Checkpoint retention of sandboxes created from now on (docs/time-travel.md): keep the last
+  // `checkpoints_kept` (0 = all) within `checkpoint_budget` bytes held by the older ones. The CLI
+  // passes `sandbox.checkpoints` (all | last N) and `sandbox.checkpoint_budget` of app_conf.yml.
+  int64_t checkpoints_kept = 0;
+  int64_t checkpoint_budget = int64_t{1} << 30;
   // Extra time a cell gets past its timeout to stop by itself before its kernel is killed.
   std::chrono::milliseconds kill_grace{5000};
   // Image progress (first-use build) goes here; null = silent.
@@ -113,6 +118,16 @@ class SandboxManager final : public SandboxBackend {
                                       const std::string& execution_id = "") override;
   core::Status register_functions(const std::string& id, const Json& functions) override;
   core::Status define(const std::string& id, const std::string& source) override;
+  core::Result<CheckpointHistory> history(const std::string& id) override;
+  core::Result<RewindResult> rewind(const std::string& id, int64_t to,
+                                    const std::string& execution_id = "") override;
+  // The source's checkpoint is exported by its kernel (hard links), copied out and into the new
+  // sandbox's volume through the Docker archive API, and imported by the new kernel; installed
+  // Python packages go along. A fork that fails after starting the new sandbox removes it.
+  core::Result<ForkResult> fork(const std::string& id, int64_t at,
+                                const std::string& new_id) override;
+  // The options a sandbox was started with (read from its container's labels).
+  core::Result<SandboxOptions> options_of(const std::string& id);
 
   // Removes every container this codeact created (volumes kept unless `volumes`).
   core::Result<std::vector<std::string>> cleanup(bool volumes = false);

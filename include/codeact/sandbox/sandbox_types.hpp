@@ -102,11 +102,61 @@ struct ExecuteResult {
       notice;      // what the kernel or the manager did (recovery, killed processes), for the user
   Json truncated;  // {stdout: bytes omitted, ...} or null
   int64_t snapshot_ms = 0;  // time spent saving the state after the cell
+  int64_t checkpoint = 0;   // the checkpoint its commit made (0: none, e.g. persist false)
 
   // The `sandbox exec --json` object: ok, stdout, stderr, result, error, outputs,
   // not_persisted, duration_ms, execution_id (+ files, cell, replayed, timed_out, notice, ...).
   Json to_json() const;
   static ExecuteResult from_json(const Json& j);
+};
+
+// One checkpoint: the state (variables and /output files) a committed cell left, numbered from 1
+// in commit order (docs/time-travel.md).
+struct Checkpoint {
+  int64_t n = 0;
+  int64_t cell = 0;
+  std::string execution_id;                // "" when the cell had none
+  double time = 0;                         // seconds since the epoch
+  std::vector<std::string> changed;        // names the cell set, rebound or deleted
+  std::vector<std::string> files_changed;  // /output/... files it wrote or deleted
+  std::vector<std::string> not_persisted;  // names this checkpoint cannot restore
+  int64_t added_bytes = 0;                 // storage it added (the files it alone holds)
+  bool current = false;                    // the kernel's state is this checkpoint's
+  std::string forked_from;                 // "SANDBOX@N" for the first checkpoint of a fork
+  Json to_json() const;
+  static Checkpoint from_json(const Json& j);
+};
+
+struct CheckpointHistory {
+  std::vector<Checkpoint> checkpoints;  // oldest first; pruned ones are gone
+  int64_t current = 0;
+  std::optional<int64_t> keep_last;  // retention: the last N, or all (nullopt)
+  int64_t budget = 0;                // bytes the older checkpoints may hold
+  Json to_json() const;
+};
+
+struct RewindResult {
+  int64_t checkpoint = 0;  // the one rewound to
+  int64_t previous = 0;    // the one before: rewinding to it undoes this rewind
+  std::vector<std::string> restored;
+  std::vector<Json> restore_errors;  // {name, reason}
+  int64_t files_restored = 0;
+  int64_t files_removed = 0;
+  std::vector<std::string> files_left;  // untracked files left as they were
+  bool replayed = false;                // the recorded answer of the same execution id
+  Json to_json() const;
+  static RewindResult from_json(const Json& j);
+};
+
+// A new sandbox started from a checkpoint of another (SandboxBackend::fork).
+struct ForkResult {
+  SandboxInfo sandbox;                  // the new one
+  std::string source;                   // the sandbox forked
+  int64_t source_checkpoint = 0;        // its checkpoint the new one starts from
+  std::vector<std::string> restored;    // names the new one has
+  std::vector<Json> restore_errors;     // {name, reason}
+  std::vector<std::string> files_left;  // untracked /output files not carried over
+  Json to_json() const;
 };
 
 struct BashResult {
