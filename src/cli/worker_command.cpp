@@ -5,7 +5,8 @@
 //   keys, MCP servers and prompts come from this process's config and environment.
 // chat: an interactive CodeActChatWorkflow. Each line read is sent with the send_user_task
 //   signal; the agent's steps are shown live and its answer printed; EOF or /exit sends stop_chat.
-//   --workflow-id resumes a chat that is still running.
+//   --workflow-id resumes a chat that is still running; --fork S [--turn K] starts a new one
+//   forking chat S before its turn K (durable/chat_fork.hpp).
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 
 #include "cli_context.hpp"
 #include "codeact/core/json.hpp"
+#include "codeact/durable/chat_fork.hpp"
 #include "durable_support.hpp"
 #include "stop_signals.hpp"
 
@@ -70,7 +72,28 @@ struct ChatFlags {
   std::string config;
   std::string prompts;
   double idle_timeout = 3600;
+  std::string fork;  // a chat to fork
+  int turn = 0;      // its turn to fork at (0: after the last)
 };
+
+// The input of a chat forking `f.fork` at `f.turn` (durable/chat_fork.hpp), read from the source's
+// "conversation" query (answered by any worker, also for a chat that has ended).
+core::Result<durable::ChatInput> forked_chat(temporal::Client& client, const ChatFlags& f,
+                                             const std::string& new_id) {
+  core::Result<Json> r = core::Error(core::Code::kUnavailable, "no answer");
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    r = client.query_workflow(f.fork, "", durable::kConversationQuery);
+    if (r.ok() || r.error().code() == core::Code::kNotFound ||
+        r.error().code() == core::Code::kInvalidArgument) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  if (!r.ok()) return r.error().with_context(fmt::format("reading chat \"{}\" to fork it", f.fork));
+  CODEACT_TRY(auto source, durable::ConversationReply::from_json(*r));
+  const int turn = f.turn > 0 ? f.turn : static_cast<int>(source.turns.size()) + 1;
+  return durable::fork_chat_input(source, turn, new_id);
+}
 
 // The chat's "agent_output", or nullopt when the query failed (no worker yet, or starting) or
 // its reply is not one (reported on stderr once).
@@ -124,8 +147,24 @@ int run_chat(const ChatFlags& f) {
   in.base.mcp_servers = f.mcp_servers;
   in.base.network = f.network;
   in.base.activities = *policies;
-  in.idle_timeout_seconds = f.idle_timeout;
   const std::string id = f.workflow_id.empty() ? "chat-" + random_hex() : f.workflow_id;
+  if (!f.fork.empty()) {
+    auto forked = forked_chat(client, f, id);
+    if (!forked.ok()) return report(forked.error());
+    in = std::move(*forked);
+    std::cerr << fmt::format(
+        "[codeact] forking chat {} before its turn {}: {} turn(s) kept, sandbox {}\n", f.fork,
+        in.turns.size() + 1, in.turns.size(),
+        in.base.fork_from ? fmt::format("from checkpoint {} of {}", in.base.fork_from->checkpoint,
+                                        in.base.fork_from->sandbox)
+                          : std::string("empty (no cell ran before that turn)"));
+    for (size_t i = 0; i < in.turns.size(); ++i) {
+      const auto& t = in.turns[i];
+      std::cout << fmt::format("you> {}\n── {}\n{}\n", t.task, t.error ? "error" : "answer",
+                               t.error ? *t.error : t.output.value_or(""));
+    }
+  }
+  in.idle_timeout_seconds = f.idle_timeout;
   temporal::StartWorkflowOptions so;
   so.id = id;
   so.task_queue = task_queue_of(f.durable);
@@ -227,6 +266,14 @@ void add_worker_commands(CLI::App& app, ExitCode& exit) {
                 "End the chat after this many seconds without a message")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  auto* fork = c->add_option("--fork", cf->fork,
+                             "Start a new chat as a fork of this one (its id): the turns before "
+                             "--turn and a sandbox from the checkpoint its last cell before them "
+                             "left");
+  c->add_option("--turn", cf->turn,
+                "With --fork: the turn to ask again, from 1 (default: after the last turn)")
+      ->check(CLI::PositiveNumber)
+      ->needs(fork);
   c->add_option("--config", cf->config, "app_conf.yml to use");
   c->add_option("--prompts", cf->prompts, "agent_prompts.yml to use");
   add_durable_flags(c, cf->durable, true);

@@ -77,6 +77,37 @@ Result<std::vector<T>> list_of(const Json& j, const char* what, const Parse<T>& 
 }
 
 // TaskInput's keys, shared by the chat input (which has no "task").
+// "fork_from": {sandbox, checkpoint} (TaskInput, SandboxStartInput); written only when set, as
+// workers before it refuse unknown keys.
+Json fork_json(const codeact::SandboxFork& f) {
+  return Json{{"sandbox", f.sandbox}, {"checkpoint", f.checkpoint}};
+}
+
+Result<codeact::SandboxFork> fork_of(const Json& j) {
+  JsonReader r(j, "a checkpoint");
+  CODEACT_TRY_STATUS(r.valid());
+  codeact::SandboxFork f;
+  CODEACT_TRY_STATUS(r.required("sandbox", f.sandbox));
+  CODEACT_TRY_STATUS(r.required("checkpoint", f.checkpoint));
+  CODEACT_TRY_STATUS(r.finish());
+  if (f.sandbox.empty() || f.checkpoint < 1) {
+    return core::invalid_argument("a checkpoint needs a sandbox and a number (1 or more)");
+  }
+  return f;
+}
+
+core::Status read_fork(JsonReader& r, std::optional<codeact::SandboxFork>& out,
+                       const char* key = "fork_from") {
+  if (!r.has(key)) {
+    r.raw(key);  // null is none
+    return core::ok_status();
+  }
+  codeact::SandboxFork f;
+  CODEACT_TRY_STATUS(r.optional_with<codeact::SandboxFork>(key, f, fork_of));
+  out = f;
+  return core::ok_status();
+}
+
 core::Status read_task_fields(JsonReader& r, TaskInput& in) {
   CODEACT_TRY_STATUS(r.optional("agent", in.agent));
   if (in.agent.empty()) return core::invalid_argument(r.what() + ": \"agent\" must not be empty");
@@ -105,7 +136,7 @@ core::Status read_task_fields(JsonReader& r, TaskInput& in) {
       r.optional_with<ActivityPolicies>("activities", in.activities, ActivityPolicies::from_json));
   CODEACT_TRY_STATUS(r.optional_with<std::vector<llm::ModelMessage>>(
       "message_history", in.message_history, messages_of));
-  return core::ok_status();
+  return read_fork(r, in.fork_from);
 }
 
 }  // namespace
@@ -363,6 +394,7 @@ Json TaskInput::to_json() const {
   j["usage_limits"] = usage_limits ? durable::to_json(*usage_limits) : Json(nullptr);
   if (!disk.empty()) j["disk"] = disk;  // only when set: workers before it refuse unknown keys
   if (!message_history.empty()) j["message_history"] = llm::to_json(message_history);
+  if (fork_from) j["fork_from"] = fork_json(*fork_from);
   return j;
 }
 
@@ -405,6 +437,26 @@ Result<TaskOutput> TaskOutput::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.optional("warning", o.warning));
   CODEACT_TRY_STATUS(r.finish());
   return o;
+}
+
+Json ConversationReply::to_json() const {
+  Json t = Json::array();
+  for (const auto& turn : turns) t.push_back(turn.to_json());
+  return Json{{"base", base.to_json()}, {"turns", t}, {"messages", llm::to_json(messages)}};
+}
+
+Result<ConversationReply> ConversationReply::from_json(const Json& j) {
+  JsonReader r(j, "the conversation");
+  CODEACT_TRY_STATUS(r.valid());
+  ConversationReply c;
+  CODEACT_TRY_STATUS(r.optional_with<TaskInput>("base", c.base, TaskInput::from_json));
+  CODEACT_TRY_STATUS(r.optional_with<std::vector<ChatTurn>>("turns", c.turns, [](const Json& v) {
+    return list_of<ChatTurn>(v, "turns", ChatTurn::from_json);
+  }));
+  CODEACT_TRY_STATUS(
+      r.optional_with<std::vector<llm::ModelMessage>>("messages", c.messages, messages_of));
+  CODEACT_TRY_STATUS(r.finish());
+  return c;
 }
 
 Json ChatMessage::to_json() const {
@@ -454,6 +506,7 @@ Json ChatTurn::to_json() const {
   } else {
     j["usage"] = usage;
   }
+  if (checkpoint) j["checkpoint"] = fork_json(*checkpoint);
   return j;
 }
 
@@ -478,6 +531,7 @@ Result<ChatTurn> ChatTurn::from_json(const Json& j) {
   } else {
     r.raw("error");
   }
+  CODEACT_TRY_STATUS(read_fork(r, t.checkpoint, "checkpoint"));
   CODEACT_TRY_STATUS(r.finish());
   if (!t.output && !t.error)
     return core::invalid_argument("a chat turn has neither an \"output\" nor an \"error\"");
@@ -640,6 +694,7 @@ Json SandboxStartInput::to_json() const {
          {"system_packages", plan.system_packages},
          {"network", plan.network}};
   if (!plan.disk.empty()) j["disk"] = plan.disk;
+  if (plan.fork_from) j["fork_from"] = fork_json(*plan.fork_from);
   return j;
 }
 
@@ -652,6 +707,7 @@ Result<SandboxStartInput> SandboxStartInput::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.optional("system_packages", in.plan.system_packages));
   CODEACT_TRY_STATUS(r.optional("network", in.plan.network));
   CODEACT_TRY_STATUS(r.optional("disk", in.plan.disk));
+  CODEACT_TRY_STATUS(read_fork(r, in.plan.fork_from));
   CODEACT_TRY_STATUS(r.finish());
   return in;
 }

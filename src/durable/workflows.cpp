@@ -19,6 +19,7 @@
 #include "codeact/core/log.hpp"
 #include "codeact/core/time.hpp"
 #include "codeact/durable/activities.hpp"
+#include "codeact/durable/chat_fork.hpp"
 #include "codeact/durable/durable_agent.hpp"
 #include "codeact/temporal/workflow.hpp"
 
@@ -162,6 +163,7 @@ codeact::SandboxPlan plan_of(const TaskInput& in, const std::string& sandbox_id)
   p.disk = in.disk;
   p.keep_sandbox = in.keep_sandbox;
   p.remove_volume = in.remove_volume;
+  p.fork_from = in.fork_from;
   return p;
 }
 
@@ -287,15 +289,17 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   ChatInput& chat = *shared_chat;
   const TaskInput& in = chat.base;
   const std::string sandbox_id = in.sandbox_id.empty() ? ctx.info().workflow_id : in.sandbox_id;
-  std::vector<llm::ModelMessage> history = in.message_history;
 
   struct ChatState {
     RunView view;
     bool stop = false;
     bool busy = false;
-    std::vector<RejectedMessage> rejected;  // send_user_task signals of this run, not messages
+    std::vector<RejectedMessage> rejected;   // send_user_task signals of this run, not messages
+    std::vector<llm::ModelMessage> history;  // the conversation the model reads
   };
   auto st = std::make_shared<ChatState>();
+  std::vector<llm::ModelMessage>& history = st->history;
+  history = in.message_history;
   RunView& view = st->view;
   view.sandbox_id = sandbox_id;
   view.run_id = ctx.info().run_id;
@@ -343,6 +347,15 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     reply.status = st->busy ? "running" : st->view.status;
     reply.sandbox_id = sandbox_id;
     reply.rejected = st->rejected;
+    return reply.to_json();
+  });
+  ctx.set_query_handler(kConversationQuery, [shared_chat, st, sandbox_id](const temporal::Args&) {
+    ConversationReply reply;
+    reply.base = shared_chat->base;
+    reply.base.sandbox_id = sandbox_id;
+    reply.base.message_history.clear();
+    reply.turns = shared_chat->turns;
+    reply.messages = st->history;
     return reply.to_json();
   });
   bool& stop = st->stop;
@@ -406,7 +419,7 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
       // What the turn did is left out of the conversation (its cells are not undone: the
       // sandbox goes on); the model is told the message was cancelled, so the next one reads
       // in context.
-      done.error = "the turn was cancelled";
+      done.error = kCancelledTurnError;
       history.push_back(llm::ModelRequest::user_prompt(task));
       llm::ModelResponse note;
       note.parts.push_back(llm::TextPart{kCancelledTurnNote});
@@ -416,6 +429,8 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
                                  {"turn", chat.turns.size() + 1},
                                  {"message", *done.error}});
     } else if (turn.run.ok()) {
+      done.checkpoint = last_checkpoint(turn.run->messages, sandbox_id);
+      if (!done.checkpoint && !chat.turns.empty()) done.checkpoint = chat.turns.back().checkpoint;
       history = turn.run->messages;
       done.output = turn.run->output_text();
       done.files = turn.files;

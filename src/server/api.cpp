@@ -8,6 +8,7 @@
 #include "codeact/core/log.hpp"
 #include "codeact/core/strings.hpp"
 #include "codeact/core/time.hpp"
+#include "codeact/durable/chat_fork.hpp"
 #include "codeact/durable/workflows.hpp"
 #include "event_waker.hpp"
 #include "files.hpp"
@@ -31,6 +32,12 @@ constexpr const char* kCookie = "codeact_session";
 
 HttpResponse ok_json(const Json& j, int status = 200) { return HttpResponse::json(status, j); }
 HttpResponse fail(const core::Error& e) { return HttpResponse::error(e); }
+// A start refused: its error, with Retry-After when the caller is at the limit of runs.
+HttpResponse start_failed(const core::Error& e) {
+  auto resp = fail(e);
+  if (e.code() == core::Code::kResourceExhausted) resp.set("Retry-After", "30");
+  return resp;
+}
 HttpResponse not_found(const std::string& what) {
   return HttpResponse::error(core::not_found(what + " not found"));
 }
@@ -346,6 +353,15 @@ Json resource_json(const Kind& kind, const std::string& id, const Json& memo,
               {"sandbox_id", id}};
 }
 
+// A resource just started, before its workflow has said anything.
+Json created_json(const Kind& kind, const std::string& id, const std::string& title,
+                  const std::string& model) {
+  Json memo{{kMemoTitle, core::abbreviate(title, 80)},
+            {kMemoCreated, core::now_rfc3339()},
+            {kMemoModel, model}};
+  return resource_json(kind, id, memo, "starting");
+}
+
 }  // namespace
 
 HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
@@ -385,6 +401,9 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
       auto chat = durable::ChatInput::from_json(input);
       if (!chat.ok()) return std::move(chat).error();
       base_input = chat->base.to_json();
+      // A started session rebuilds the conversation from its turns (send_message): the history
+      // a fork seeds it with would only bloat the memo.
+      base_input.erase("message_history");
     }
     so.memo = Json{{kMemoPrincipal, caller.principal},
                    {kMemoKind, kind.name},
@@ -645,15 +664,8 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
       title = *task;
       started = start(kind, in->to_json(), title, model_label(*in), durable::ChatMessage{}, id);
     }
-    if (!started.ok()) {
-      auto resp = fail(started.error());
-      if (started.error().code() == core::Code::kResourceExhausted) resp.set("Retry-After", "30");
-      return resp;
-    }
-    Json memo{{kMemoTitle, core::abbreviate(title, 80)},
-              {kMemoCreated, core::now_rfc3339()},
-              {kMemoModel, model_label(*in)}};
-    Json created = resource_json(kind, id, memo, "starting");
+    if (!started.ok()) return start_failed(started.error());
+    Json created = created_json(kind, id, title, model_label(*in));
     if (!first.id.empty()) created["message_id"] = first.id;
     return ok_json(std::move(created), 201)
         .set("Location", "/v1/" + std::string(kind.plural) + "/" + id);
@@ -780,6 +792,44 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     auto s = client.cancel_workflow(id, "", "cancelled over the API by " + caller.principal);
     if (!s.ok()) return fail(s.error());
     return ok_json({{"accepted", true}}, 202);
+  }
+  if (seg.size() == 4 && r.method == "POST" && action == "fork" &&
+      kind.feed == FeedKind::kSession) {
+    auto body = body_object(r, true);
+    if (!body.ok()) return fail(body.error());
+    int64_t turn = 0;
+    for (const auto& [k, v] : body->items()) {
+      if (k != "turn") return fail(core::invalid_argument("unknown field \"" + k + "\""));
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 1000000)
+        return fail(core::invalid_argument("turn: must be an integer of 1 or more"));
+      turn = v.get<int64_t>();
+    }
+    auto q = client.query_workflow(id, "", durable::kConversationQuery);
+    if (!q.ok()) {
+      return fail(core::unavailable("the session cannot be read to fork it (is a worker up?): " +
+                                    q.error().message()));
+    }
+    auto source = durable::ConversationReply::from_json(*q);
+    if (!source.ok()) return fail(source.error());
+    if (turn == 0) turn = static_cast<int64_t>(source->turns.size()) + 1;
+    const std::string new_id = kSessionKind.prefix + random_token().substr(0, 12);
+    auto chat = durable::fork_chat_input(*source, static_cast<int>(turn), new_id);
+    if (!chat.ok()) return fail(chat.error());
+    chat->base.activities = deps_.policies;
+    const std::string title =
+        fmt::format("{} (fork at turn {})", memo_string(d->memo, kMemoTitle), turn);
+    auto started = start(kSessionKind, chat->to_json(), title, memo_string(d->memo, kMemoModel),
+                         durable::ChatMessage{}, new_id);
+    if (!started.ok()) return start_failed(started.error());
+    Json created = created_json(kSessionKind, new_id, title, memo_string(d->memo, kMemoModel));
+    Json turns = Json::array();
+    for (const auto& t : chat->turns) turns.push_back(t.to_json());
+    created["turns"] = turns;
+    created["forked_from"] = Json{
+        {"session", id},
+        {"turn", turn},
+        {"checkpoint", chat->base.fork_from ? Json(chat->base.fork_from->checkpoint) : Json()}};
+    return ok_json(std::move(created), 201).set("Location", "/v1/sessions/" + new_id);
   }
   if (seg.size() == 4 && r.method == "POST" && action == "stop" &&
       kind.feed == FeedKind::kSession) {

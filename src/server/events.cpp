@@ -151,6 +151,7 @@ std::vector<SseEvent> translate_progress_event(const Json& e, TranslateState& st
       if (cell) {
         data["files"] = files;
         data["images"] = images;
+        if (int64_t n = core::json_int(c, "checkpoint"); n > 0) data["checkpoint"] = n;
         if (auto ms = millis_between(state.last_response_timestamp, ret->timestamp); ms && *ms >= 0)
           data["duration_ms"] = *ms;
         out.push_back(ev("cell_result", std::move(data)));

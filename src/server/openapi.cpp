@@ -57,7 +57,11 @@ Json build() {
           {"files", {{"type", "array"}, {"items", {{"type", "string"}}}}},
           {"usage", {{"type", "object"}}},
           {"error", {{"type", {"string", "null"}}}},
-          {"message_id", {{"type", "string"}}}}}}},
+          {"message_id", {{"type", "string"}}},
+          {"checkpoint",
+           {{"type", "object"},
+            {"description",
+             "the checkpoint the turn's last cell made: {sandbox, checkpoint}"}}}}}}},
       {"Resource",
        {{"type", "object"},
         {"required", {"id", "kind", "status"}},
@@ -76,7 +80,10 @@ Json build() {
           {"usage", {{"type", "object"}}},
           {"error", {{"type", "string"}}},
           {"message_id",
-           {{"type", "string"}, {"description", "a new session's first message's id"}}}}}}},
+           {{"type", "string"}, {"description", "a new session's first message's id"}}},
+          {"forked_from",
+           {{"type", "object"},
+            {"description", "a forked session's source: {session, turn, checkpoint}"}}}}}}},
       {"Accepted",
        {{"type", "object"},
         {"properties",
@@ -238,6 +245,12 @@ Json build() {
   paths["/v1/sessions/{id}/messages"]["post"] =
       op("Send a message to a session", {{"202", json_response("queued", ref("Accepted"))}},
          {400, 401, 403, 404, 429, 503}, json_body(closed_object({{"message", text}}, {"message"})),
+         Json::array({path_param("id")}));
+  paths["/v1/sessions/{id}/fork"]["post"] =
+      op("Start a new session from this one before its turn `turn` (default: after the last): "
+         "the turns before it, and a sandbox from the checkpoint its last cell before them left",
+         {{"201", json_response("created", ref("Resource"))}}, {400, 401, 403, 404, 429, 503},
+         json_body(closed_object({{"turn", {{"type", "integer"}, {"minimum", 1}}}}), false),
          Json::array({path_param("id")}));
   paths["/v1/sessions/{id}/stop"]["post"] =
       op("End the session after the current turn",

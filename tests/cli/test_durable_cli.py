@@ -412,6 +412,47 @@ def test_chat_command_answers_each_line(cli, temporal_server, wid, config):
     assert "ended after 2 message(s)" in p.err
 
 
+def test_a_chat_forked_at_a_turn_keeps_the_turns_before_it_and_their_sandbox_state(
+        cli, temporal_server, wid, config):
+    model = ScriptedModel([
+        python_turn("call_1", "x = 1"),
+        {"content": "one"},
+        python_turn("call_2", "x += 1\nx"),
+        {"content": "two"},
+        python_turn("call_3", "x += 100\nx"),
+        {"content": "hundred"},
+    ])
+    fork = wid + "-fork"
+    try:
+        cli("chat", "--temporal", temporal_server, "--model", model.model_flag, "--prompts", PROMPTS,
+            "--config", config, "--workflow-id", wid, input=b"set x\nadd one\nadd a hundred\n",
+            check=0, timeout=300)
+        asked = len(model.requests)
+        # Fork before turn 2: turn 1 is kept (shown, not asked again), the sandbox starts from
+        # the checkpoint turn 1's cell left (x == 1), and turn 2 is asked again.
+        p = cli("chat", "--temporal", temporal_server, "--model", model.model_flag, "--prompts",
+                PROMPTS, "--config", config, "--workflow-id", fork, "--fork", wid, "--turn", "2",
+                input=b"add one again\n", check=0, timeout=300)
+        assert f"forking chat {wid} before its turn 2: 1 turn(s) kept, sandbox from checkpoint " \
+            in p.err, p.err
+        assert "you> set x\n── answer\none" in p.out
+        assert "── answer\ntwo" in p.out
+        assert len(model.requests) - asked == 2  # turn 2's cell and answer; not turn 1's
+        users = [m["content"] for m in model.requests[asked]["messages"] if m["role"] == "user"]
+        assert users[-2:] == ["set x", "add one again"]
+        # The fork's sandbox went on from x == 1; the source's is untouched (x == 102).
+        p, j = cli.json("sandbox", "exec", fork, "--json", "x", check=0)
+        assert j["result"] == "2"
+        p, j = cli.json("sandbox", "exec", wid, "--json", "x", check=0)
+        assert j["result"] == "102"
+        p = cli("chat", "--temporal", temporal_server, "--model", model.model_flag, "--prompts",
+                PROMPTS, "--config", config, "--fork", wid, "--turn", "9", input=b"", timeout=120)
+        assert p.returncode == 2 and "turn 9 does not exist: the chat has 3 turn(s)" in p.err, p.err
+    finally:
+        model.close()
+        cli("sandbox", "rm", fork, "--volume")
+
+
 def test_no_durable_runs_the_same_scenario_in_process(cli, wid):
     model = ScriptedModel([python_turn("call_1", COUNT + "'one'"), {"content": "done"}])
     try:

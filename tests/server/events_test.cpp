@@ -71,6 +71,15 @@ TEST(Events, ACellBecomesCellAndCellResultWithItsImagesAndDuration) {
   EXPECT_EQ(res[0].data["files"].size(), 2u);
   EXPECT_EQ(res[0].data["duration_ms"], 1500);
   EXPECT_EQ(res[0].data["text"], "the text the model reads");
+  EXPECT_FALSE(res[0].data.contains("checkpoint"));
+
+  translate_progress_event(tool_call("execute_python", {{"code", "x = 1"}}, "c2"), st);
+  auto committed = translate_progress_event(
+      tool_return("execute_python", {{"ok", true}, {"checkpoint", 7}, {"sandbox", "s"}}, "c2",
+                  "2026-01-01T00:00:02.000Z"),
+      st);
+  ASSERT_EQ(committed.size(), 1u);
+  EXPECT_EQ(committed[0].data["checkpoint"], 7);  // the checkpoint the cell's commit made
 }
 
 TEST(Events, ACancelledTurnIsTurnCancelledNotAnError) {

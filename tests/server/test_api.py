@@ -628,3 +628,41 @@ def test_a_watched_session_streams_every_turn_live_across_its_continue_as_new(se
     ids = [i for i, _, _ in events]
     assert len(ids) == len(set(ids)), "no event twice"
     assert len({i.split(".")[0] for i in ids}) == 2, "two workflow runs"
+
+
+def test_a_session_forked_at_a_turn_starts_with_the_turns_before_it_and_their_sandbox_state(server, model):
+    model.turns = [
+        python_turn("c1", "x = 1"), text_turn("one"),
+        python_turn("c2", "x += 1\nx"), text_turn("two"),
+    ]
+    a = Client(server.url, KEY_A)
+    sid = start_session(a, "set x")
+    wait_answered(a, sid, "one")
+    r = a.post(f"/v1/sessions/{sid}/messages", {"message": "add one"})
+    assert r.status_code == 202, r.text
+    wait_answered(a, sid, "two")
+    r = a.post(f"/v1/sessions/{sid}/fork", {"turn": 2})
+    assert r.status_code == 201, r.text
+    forked = r.json()
+    fid = forked["id"]
+    assert fid != sid and r.headers["Location"] == f"/v1/sessions/{fid}"
+    assert forked["forked_from"]["session"] == sid and forked["forked_from"]["turn"] == 2
+    assert [t["task"] for t in forked["turns"]] == ["set x"]
+    # Turn 2 asked again in the fork (the model scripted by turn answers as before): its sandbox
+    # went on from x == 1, so x is 2 again, not 3 as from the source's state.
+    r = a.post(f"/v1/sessions/{fid}/messages", {"message": "add one"})
+    assert r.status_code == 202, r.text
+    wait_answered(a, fid, "two")
+    turns = a.get(f"/v1/sessions/{fid}").json()["turns"]
+    assert [t["output"] for t in turns] == ["one", "two"]
+    variables = a.get(f"/v1/sessions/{fid}/variables").json()
+    assert any(v["name"] == "x" and v["preview"] == "2" for v in variables["variables"]), variables
+    source = a.get(f"/v1/sessions/{sid}/variables").json()
+    assert any(v["name"] == "x" and v["preview"] == "2" for v in source["variables"]), source
+    # Errors: a turn that does not exist, a field that does not, another principal's session.
+    r = a.post(f"/v1/sessions/{sid}/fork", {"turn": 7})
+    assert r.status_code == 400 and "turn 7 does not exist" in r.json()["error"]["message"]
+    r = a.post(f"/v1/sessions/{sid}/fork", {"at": 1})
+    assert r.status_code == 400
+    b = Client(server.url, KEY_B)
+    assert b.post(f"/v1/sessions/{sid}/fork", {"turn": 1}).status_code == 404

@@ -312,3 +312,31 @@ def test_a_write_without_the_csrf_token_is_refused(browser, server, model):
         fetch('/v1/sessions', {method: 'POST', headers: {'Content-Type': 'application/json'},
                                body: '{}'}).then(r => arguments[0](r.status));""")
     assert status == 403
+
+
+def test_fork_here_opens_a_session_with_the_turns_before_and_the_question_to_ask_again(
+        browser, server, model):
+    model.turns = [python_turn("c1", "x = 1"), text_turn("one"),
+                   python_turn("c2", "x += 1\nprint(x)"), text_turn("two")]
+    login(browser, server)
+    send(browser, "set x")
+    wait(browser, lambda: [a.text for a in answers(browser)] == ["one"], 180, "the first answer")
+    send(browser, "add one")
+    wait(browser, lambda: [a.text for a in answers(browser)] == ["one", "two"], 180,
+         "the second answer")
+    source = session_id(browser)
+    # Each cell says which checkpoint its commit made; a cell whose live output came before its
+    # code is one block, not two (found by this test: a second block stayed "running").
+    cells = q(browser, "#conversation details.cell")
+    assert [c.get_attribute("data-checkpoint") for c in cells] == ["1", "2"], \
+        [(c.get_attribute("class"), c.get_attribute("innerText")[:80]) for c in cells]
+    q(browser, "#conversation article.turn[data-turn='2'] .fork-button")[0].click()
+    wait(browser, lambda: session_id(browser) != source, 60, "the fork opened")
+    wait(browser, lambda: [a.text for a in answers(browser)] == ["one"], 60, "turn 1 only")
+    box = browser.find_element("id", "composer-input")
+    assert box.get_attribute("value") == "add one"
+    box.send_keys("\n")  # asked again as it was (the server test checks the fork's state)
+    wait(browser, lambda: [a.text for a in answers(browser)] == ["one", "two"], 180,
+         "the fork's answer")
+    assert session_id(browser) != source
+    assert csp_violations(browser) == []

@@ -83,6 +83,9 @@ struct TaskInput {
   codeact::SandboxToolsOptions tools;  // sandbox_id is filled in by the workflow
   ActivityPolicies activities;
   std::vector<llm::ModelMessage> message_history;
+  // The sandbox starts as a fork of another's checkpoint (a forked chat); JSON "fork_from":
+  // {sandbox, checkpoint}, written only when set.
+  std::optional<codeact::SandboxFork> fork_from;
 
   Json to_json() const;
   // A bare string is a task with defaults (the seed's SimpleAgentWorkflow input).
@@ -113,6 +116,9 @@ struct ChatTurn {
   std::vector<std::string> files;     // produced while answering (sandbox paths under /output)
   Json usage = Json::object();        // requests, tokens, tool_calls; written when answered
   std::optional<std::string> error;   // why the run failed
+  // The checkpoint its last cell made ({sandbox, checkpoint}; unset when no cell committed):
+  // where a chat forked after this turn starts (durable/chat_fork.hpp).
+  std::optional<codeact::SandboxFork> checkpoint;
   Json to_json() const;
   static core::Result<ChatTurn> from_json(const Json& j);
 };
@@ -170,6 +176,16 @@ struct RejectedMessage {
 // otherwise, and for an empty id. Points into `rejected`.
 const RejectedMessage* find_rejected(const std::vector<RejectedMessage>& rejected,
                                      const std::string& message_id);
+
+// The reply of the chat's "conversation" query: what a fork of the chat starts from
+// (durable/chat_fork.hpp).
+struct ConversationReply {
+  TaskInput base;  // the chat's input (sandbox_id filled in; task, message_history unused)
+  std::vector<ChatTurn> turns;
+  std::vector<llm::ModelMessage> messages;  // the conversation as the model reads it now
+  Json to_json() const;
+  static core::Result<ConversationReply> from_json(const Json& j);
+};
 
 // The reply of the chat's "agent_output" query.
 struct AgentOutputReply {

@@ -61,6 +61,8 @@ inline constexpr const char* kStopChat = "stop_chat";
 inline constexpr const char* kCancelTurn = "cancel_turn";
 inline constexpr const char* kAgentOutputQuery = "agent_output";
 inline constexpr const char* kProgressQuery = "progress";
+// The chat's input, turns and conversation (ConversationReply): what a fork of it starts from.
+inline constexpr const char* kConversationQuery = "conversation";
 inline constexpr const char* kDefaultTaskQueue = "codeact";
 // The patch under which a chat takes a send_user_task message with an "id" (ChatMessage): runs
 // recorded before refused one as an unknown key, and replay so.

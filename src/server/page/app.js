@@ -367,6 +367,24 @@ function onComposerKey(ev) {
   }
 }
 
+// A new session from the turns before `turn` (docs/time-travel.md); the message of `turn` waits
+// in the composer, to be sent as it was or changed first.
+async function forkAt(turn, text) {
+  const id = state.sessionId;
+  if (!id) return;
+  try {
+    const s = await api.post('/v1/sessions/' + encodeURIComponent(id) + '/fork', { turn });
+    if (!s || typeof s.id !== 'string') throw new Error('the server answered no session id');
+    window.location.hash = sessionHash(s.id);  // -> openSession
+    const input = $('composer-input');
+    input.value = text;
+    input.focus();
+    refreshSessionsSoon();
+  } catch (e) {
+    reportError(e, 'fork');
+  }
+}
+
 async function stop() {
   if (!state.sessionId) return;
   $('stop-button').disabled = true;
@@ -447,7 +465,7 @@ function init() {
   if (q) {
     window.history.replaceState(null, '', window.location.pathname + sessionHash(q));
   }
-  conversation = new Conversation($('conversation'), { fileUrl });
+  conversation = new Conversation($('conversation'), { fileUrl, onFork: forkAt });
   sessionList = new SessionList($('session-list'), { onDelete: deleteSession });
   $('login-form').addEventListener('submit', onLogin);
   $('logout').addEventListener('click', onLogout);

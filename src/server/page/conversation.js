@@ -6,7 +6,8 @@
 // Every string from the server (model text, cell output, file names, tool arguments) reaches the
 // DOM through textContent or renderMarkdown, never as HTML.
 //
-//   const conv = new Conversation(scrollElement, {fileUrl: (path, inline) => url});
+//   const conv = new Conversation(scrollElement, {fileUrl: (path, inline) => url,
+//                                                onFork: (turnNumber, text) => ...});
 //   conv.loadTurns(session.turns);      // turns 1..n, already finished
 //   conv.handle(type, data);            // each event
 //
@@ -65,6 +66,7 @@ export class Conversation {
   constructor(root, options = {}) {
     this.root = root;  // the scrolling element that holds the turns
     this.fileUrl = options.fileUrl || (() => null);
+    this.onFork = options.onFork || null;  // a numbered turn gets a "Fork here" button
     this.reset();
   }
 
@@ -164,10 +166,26 @@ export class Conversation {
     article.append(user, assistant);
     this.root.querySelector('.empty')?.remove();
     this.root.append(article);
-    return {
+    const turn = {
       el: article, body, text, number, steps: new Map(), cells: new Map(), tools: new Map(),
       usage: { input: 0, output: 0 }, usageEl: null, lastText: null,
     };
+    this.addForkButton(turn);
+    return turn;
+  }
+
+  // "Fork here": a new session with the turns before this one and their sandbox state, where
+  // this message can be asked again or differently (POST /v1/sessions/{id}/fork).
+  addForkButton(turn) {
+    if (!this.onFork || !turn.number || turn.forkButton) return;
+    const b = el('button', 'fork-button link-button', 'Fork here');
+    b.type = 'button';
+    b.title = 'Start a new session with the turns before this one and their sandbox state, ' +
+      'to ask this again';
+    const { number, text } = turn;
+    b.addEventListener('click', () => this.onFork(number, text));
+    turn.el.querySelector('.msg-user').append(b);
+    turn.forkButton = b;
   }
 
   finishTurn(turn) {
@@ -275,6 +293,7 @@ export class Conversation {
       turn.el.classList.remove('pending');
       turn.number = number;
       if (number) turn.el.dataset.turn = String(number);
+      this.addForkButton(turn);
       this.turn = turn;
     } else {
       if (this.turn && !this.turn.number && this.turn.el.classList.contains('no-user')) {
@@ -334,6 +353,15 @@ export class Conversation {
     const turn = this.current();
     const id = str(data.tool_call_id);
     const lang = data.language === 'bash' ? 'bash' : 'python';
+    const early = turn.cells.get(id);
+    if (early && early.placeholder) {
+      // Its output came first (the live output is faster than the steps): fill in its code.
+      early.code.className = 'language-' + lang;
+      early.code.replaceChildren(highlight(str(data.code), lang));
+      early.label.textContent = lang === 'bash' ? 'Shell' : 'Python';
+      early.placeholder = false;
+      return;
+    }
     const details = el('details', 'cell running');
     details.open = true;
     const summary = el('summary', 'cell-summary');
@@ -353,7 +381,10 @@ export class Conversation {
     details.append(summary, pre, output, result);
     this.place(turn, details);
     turn.lastText = null;
-    const cell = { details, state, duration, output, result, chars: 0, streamed: '', last: null };
+    const cell = {
+      details, state, duration, output, result, code, label, chars: 0, streamed: '', last: null,
+      placeholder: false,
+    };
     turn.cells.set(id, cell);
     if (!this.replaying) this.setBusy(true);
   }
@@ -364,6 +395,7 @@ export class Conversation {
     if (!cell) {
       this.on_cell({ tool_call_id: id, language: 'python', code: '' });
       cell = turn.cells.get(str(id));
+      cell.placeholder = true;  // until its cell event brings the code
     }
     return cell;
   }
@@ -396,6 +428,11 @@ export class Conversation {
     cell.details.classList.remove('running');
     cell.details.classList.add(ok ? 'ok' : 'failed');
     cell.state.textContent = ok ? 'done' : 'error';
+    if (Number.isInteger(data.checkpoint) && data.checkpoint > 0) {
+      // The checkpoint the cell's commit made (`codeact sandbox rewind ... --to N`).
+      cell.details.dataset.checkpoint = String(data.checkpoint);
+      cell.state.title = 'checkpoint ' + data.checkpoint;
+    }
     if (Number.isFinite(data.duration_ms)) {
       cell.duration.textContent = formatDuration(data.duration_ms);
     }
