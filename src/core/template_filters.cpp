@@ -2,6 +2,7 @@
 // call (`d.items()`, `s.strip()`) of the Jinja-subset engine. The list is in docs/templates.md.
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "template_internal.hpp"
 
@@ -39,31 +40,31 @@ std::string strip(const std::string& s, const std::string& chars, bool left, boo
 }
 const std::string kWhitespace = " \t\n\r\f\v";
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to,
-                        int64_t count) {
+// s.replace(from, to, count) (all when count < 0; `from` empty leaves `s` as it is), spending
+// the result's size first.
+Result<std::string> replace_all(const std::string& s, const std::string& from,
+                                const std::string& to, int64_t count, const CallSite& site) {
   if (from.empty()) return s;
-  size_t pos = 0;
-  int64_t done = 0;
-  while ((count < 0 || done < count) && (pos = s.find(from, pos)) != std::string::npos) {
-    s.replace(pos, from.size(), to);
-    pos += to.size();
-    ++done;
+  std::vector<size_t> found;
+  for (size_t pos = 0; (count < 0 || static_cast<int64_t>(found.size()) < count) &&
+                       (pos = s.find(from, pos)) != std::string::npos;
+       pos += from.size()) {
+    found.push_back(pos);
   }
-  return s;
-}
-
-// Elements of an iterable value: list items, dict keys, string characters.
-Result<std::vector<Json>> iterate(const Json& v, const CallSite& site) {
-  std::vector<Json> out;
-  if (v.is_array()) {
-    out.assign(v.begin(), v.end());
-  } else if (v.is_object()) {
-    for (const auto& [k, _] : v.items()) out.emplace_back(k);
-  } else if (v.is_string()) {
-    for (auto& c : utf8_chars(v.get<std::string>())) out.emplace_back(std::move(c));
-  } else {
-    return site.error("'" + type_name(v) + "' object is not iterable");
+  size_t size = s.size() - found.size() * from.size();
+  if (!to.empty() && found.size() > (kRenderBudgetBytes - size) / to.size())
+    return site.too_large("this replace");
+  size += found.size() * to.size();
+  CODEACT_TRY_STATUS(site.spend(size, "this replace"));
+  std::string out;
+  out.reserve(size);
+  size_t done = 0;
+  for (size_t pos : found) {
+    out.append(s, done, pos - done);
+    out += to;
+    done = pos + from.size();
   }
+  out.append(s, done);
   return out;
 }
 
@@ -85,7 +86,11 @@ Result<int64_t> int_arg(const Value* v, int64_t fallback, const std::string& wha
   return site.error(what + " must be an integer, got " + type_name(v->json));
 }
 
-std::string indent_text(const std::string& s, const std::string& pad, bool first, bool blank) {
+Result<std::string> indent_text(const std::string& s, const std::string& pad, bool first,
+                                bool blank, const CallSite& site) {
+  size_t lines = 1 + static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
+  if (!pad.empty() && lines > kRenderBudgetBytes / pad.size()) return site.too_large("this indent");
+  CODEACT_TRY_STATUS(site.spend(s.size() + lines * pad.size(), "this indent"));
   std::string out;
   size_t start = 0;
   bool is_first = true;
@@ -130,7 +135,7 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
   const Json& v = input.json;
 
   if (name == "length" || name == "count") {
-    if (v.is_string()) return Value{Json(utf8_chars(v.get<std::string>()).size())};
+    if (v.is_string()) return Value{Json(utf8_length(v.get_ref<const std::string&>()))};
     if (v.is_array() || v.is_object()) return Value{Json(v.size())};
     return site.error("object of type '" + type_name(v) + "' has no len() (filter '" + name + "')");
   }
@@ -140,6 +145,9 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
     CODEACT_TRY(auto items, iterate(v, site));
     std::string out;
     std::string separator = sep ? str_of(*sep) : "";
+    if (!separator.empty() && items.size() > kRenderBudgetBytes / separator.size())
+      return site.too_large("this join");
+    CODEACT_TRY_STATUS(site.spend(separator.size() * items.size(), "this join"));
     for (size_t i = 0; i < items.size(); ++i) {
       if (i) out += separator;
       out += python_str(attr ? attribute_of(items[i], str_of(*attr)) : items[i]);
@@ -149,7 +157,9 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
   if (name == "tojson") {
     const Value* indent = args.get(0, "indent");
     CODEACT_TRY(auto n, int_arg(indent, -1, "tojson indent", site));
-    return Value{Json(python_json_dumps(v, static_cast<int>(n), true))};
+    auto text = python_json_dumps(v, n, true, site.budget.left());
+    if (!text) return site.too_large("filter 'tojson'");
+    return Value{Json(std::move(*text))};
   }
   if (name == "upper") return Value{Json(upper(python_str(v)))};
   if (name == "lower") return Value{Json(lower(python_str(v)))};
@@ -184,7 +194,8 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
     const Value* to = args.get(1, "new");
     if (!from || !to) return site.error("filter 'replace' needs two arguments (old, new)");
     CODEACT_TRY(auto count, int_arg(args.get(2, "count"), -1, "replace count", site));
-    return Value{Json(replace_all(python_str(v), str_of(*from), str_of(*to), count))};
+    CODEACT_TRY(auto text, replace_all(python_str(v), str_of(*from), str_of(*to), count, site));
+    return Value{Json(std::move(text))};
   }
   if (name == "indent") {
     const Value* width = args.get(0, "width");
@@ -193,12 +204,14 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
       pad = width->json.get<std::string>();
     } else {
       CODEACT_TRY(auto n, int_arg(width, 4, "indent width", site));
+      if (n > 0) CODEACT_TRY_STATUS(site.spend(static_cast<size_t>(n), "this indent"));
       pad = std::string(static_cast<size_t>(std::max<int64_t>(0, n)), ' ');
     }
     const Value* first = args.get(1, "first");
     const Value* blank = args.get(2, "blank");
-    return Value{Json(indent_text(python_str(v), pad, first && truthy(first->json),
-                                  blank && truthy(blank->json)))};
+    CODEACT_TRY(auto text, indent_text(python_str(v), pad, first && truthy(first->json),
+                                       blank && truthy(blank->json), site));
+    return Value{Json(std::move(text))};
   }
   if (name == "items") {
     if (v.is_array() && v.empty()) return Value{Json::array()};
@@ -218,9 +231,10 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
   }
   if (name == "reverse") {
     if (v.is_string()) {
-      auto chars = utf8_chars(v.get<std::string>());
+      CODEACT_TRY(auto chars, iterate(v, site));
       std::string out;
-      for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += *it;
+      for (auto it = chars.rbegin(); it != chars.rend(); ++it)
+        out += it->get_ref<const std::string&>();
       return Value{Json(out)};
     }
     CODEACT_TRY(auto items, iterate(v, site));
@@ -241,8 +255,10 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
   if (name == "unique") {
     CODEACT_TRY(auto items, iterate(v, site));
     Json out = Json::array();
+    std::set<Json> seen;  // Json's < agrees with its == (1 and 1.0 are one value, as in Python)
     for (auto& item : items) {
-      if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+      bool nan = item.is_number_float() && std::isnan(item.get<double>());  // never equal
+      if (nan || seen.insert(item).second) out.push_back(item);
     }
     return Value{out};
   }
@@ -462,7 +478,8 @@ Result<Value> call_method(const Value& self, const std::string& name, const Args
     if (name == "replace") {
       const Value* a1 = args.get(1, "");
       if (!a0 || !a1) return site.error("str.replace needs two arguments");
-      return Value{Json(replace_all(s, str_of(*a0), str_of(*a1), -1))};
+      CODEACT_TRY(auto text, replace_all(s, str_of(*a0), str_of(*a1), -1, site));
+      return Value{Json(std::move(text))};
     }
     if (name == "split") {
       Json out = Json::array();
@@ -472,7 +489,10 @@ Result<Value> call_method(const Value& self, const std::string& name, const Args
           while (i < s.size() && kWhitespace.find(s[i]) != std::string::npos) ++i;
           size_t j = i;
           while (j < s.size() && kWhitespace.find(s[j]) == std::string::npos) ++j;
-          if (j > i) out.push_back(s.substr(i, j - i));
+          if (j > i) {
+            CODEACT_TRY_STATUS(site.spend(sizeof(Json) + (j - i), "this split"));
+            out.push_back(s.substr(i, j - i));
+          }
           i = j;
         }
         return Value{out};
@@ -481,6 +501,7 @@ Result<Value> call_method(const Value& self, const std::string& name, const Args
       if (sep.empty()) return site.error("str.split: empty separator");
       size_t start = 0, pos;
       while ((pos = s.find(sep, start)) != std::string::npos) {
+        CODEACT_TRY_STATUS(site.spend(sizeof(Json) + (pos - start), "this split"));
         out.push_back(s.substr(start, pos - start));
         start = pos + sep.size();
       }

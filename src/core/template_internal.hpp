@@ -129,15 +129,46 @@ struct Value {
   }
 };
 
+// What one render may make in all, so that a template that grows without bound (a loop that
+// doubles a string, `indent(2147483647)`, a join with a huge separator) ends in an error instead
+// of taking the machine's memory or time. Counted in bytes of the text and values it makes:
+// every evaluated value by its json_weight, every printed text, every loop pass as
+// kLoopPassWeight. Prompts use a small fraction of it.
+inline constexpr size_t kRenderBudgetBytes = size_t{64} << 20;
+inline constexpr size_t kLoopPassWeight = 64;
+
+class RenderBudget {
+ public:
+  // Spends `bytes`; false, spending nothing, when that is more than is left.
+  bool spend(size_t bytes) {
+    if (bytes > left_) return false;
+    left_ -= bytes;
+    return true;
+  }
+  size_t left() const { return left_; }
+
+ private:
+  size_t left_ = kRenderBudgetBytes;
+};
+
+// Bytes a value takes, roughly: what spending it against a RenderBudget counts.
+size_t json_weight(const Json& value);
+
 // Everything a filter, test or method needs to know about the call site.
 struct CallSite {
   const std::string& template_name;
   bool strict;
   Position pos;
+  RenderBudget& budget;
 
   Error error(const std::string& message) const {
     return template_error(template_name, pos, message);
   }
+  // Spends `bytes` of the render's budget before making `what` that large; too_large(what) when
+  // the render cannot afford it.
+  Status spend(size_t bytes, std::string_view what) const;
+  // The error for `what` growing past the render's budget.
+  Error too_large(std::string_view what) const;
 };
 
 struct Args {
@@ -164,9 +195,18 @@ bool truthy(const Json& value);
 std::string type_name(const Json& value);
 // json.dumps(value, sort_keys=True, indent=indent) as Python prints it (ensure_ascii, ", " and
 // ": " separators); `html_safe` escapes < > & ' like jinja2's tojson. indent < 0: one line.
-std::string python_json_dumps(const Json& value, int indent, bool html_safe);
+// nullopt when the text would be longer than `max_size`.
+std::optional<std::string> python_json_dumps(const Json& value, int64_t indent, bool html_safe,
+                                             size_t max_size);
 // Splits a UTF-8 string into code points (each as its UTF-8 bytes).
 std::vector<std::string> utf8_chars(const std::string& s);
+// len() of a UTF-8 string: its code points, counted without splitting it.
+size_t utf8_length(const std::string& s);
+// s[index] in Python: the code point at `index` (negative counts from the end), or nullopt.
+std::optional<std::string> utf8_char_at(const std::string& s, int64_t index);
+// Elements of an iterable value: list items, dict keys, string characters (spent against the
+// render's budget: a character becomes a value of its own).
+Result<std::vector<Json>> iterate(const Json& v, const CallSite& site);
 
 Result<Value> apply_filter(const std::string& name, Value input, const Args& args,
                            const CallSite& site);

@@ -11,6 +11,63 @@
 namespace codeact::core::template_internal {
 namespace {
 
+// Blocks and expressions nest at most this deep: parsing and rendering walk them recursively,
+// and a template of a few kilobytes could otherwise nest thousands deep and overflow the stack.
+constexpr int kMaxNesting = 100;
+
+Error too_deep(const std::string& name, Position pos) {
+  return template_error(name, pos, "nested deeper than " + std::to_string(kMaxNesting) + " levels");
+}
+
+// Counts one level of the parser's recursion while it lives.
+class Nesting {
+ public:
+  explicit Nesting(int& depth) : depth_(++depth) {}
+  ~Nesting() { --depth_; }
+  Nesting(const Nesting&) = delete;
+  Nesting& operator=(const Nesting&) = delete;
+  bool too_deep() const { return depth_ > kMaxNesting; }
+
+ private:
+  int& depth_;
+};
+
+// The deepest path of an expression tree, walked without recursion (a chain `1+1+...` is built
+// by a loop, so it can be deeper than the parser ever recursed).
+int expression_depth(const Expr& root) {
+  int deepest = 0;
+  std::vector<std::pair<const Expr*, int>> stack{{&root, 1}};
+  while (!stack.empty()) {
+    auto [e, depth] = stack.back();
+    stack.pop_back();
+    deepest = std::max(deepest, depth);
+    for (const auto& a : e->args) {
+      if (a) stack.emplace_back(a.get(), depth + 1);
+    }
+    for (const auto& [_, a] : e->kwargs) {
+      if (a) stack.emplace_back(a.get(), depth + 1);
+    }
+  }
+  return deepest;
+}
+
+// Every expression of `body` (blocks nest at most kMaxNesting deep, checked while parsing).
+Status check_expression_depth(const Body& body, const std::string& name) {
+  for (const auto& n : body) {
+    std::vector<const Expr*> exprs = {n.expr.get(), n.filter.get()};
+    for (const auto& [cond, _] : n.branches) exprs.push_back(cond.get());
+    for (const Expr* e : exprs) {
+      if (e && expression_depth(*e) > kMaxNesting) return too_deep(name, e->pos);
+    }
+    for (const auto& [_, branch] : n.branches) {
+      CODEACT_TRY_STATUS(check_expression_depth(branch, name));
+    }
+    CODEACT_TRY_STATUS(check_expression_depth(n.body, name));
+    CODEACT_TRY_STATUS(check_expression_depth(n.else_body, name));
+  }
+  return ok_status();
+}
+
 class Parser {
  public:
   Parser(std::vector<Token> tokens, std::string name)
@@ -86,6 +143,8 @@ class Parser {
   // Parses nodes until a block tag whose keyword is in `stop` (left unconsumed after the keyword:
   // `stopped_at` gets the keyword, the parser sits after it) or the end of the template.
   Status parse_body(Body& body, const std::vector<std::string>& stop, std::string& stopped_at) {
+    Nesting nesting(nesting_);
+    if (nesting.too_deep()) return too_deep(name_, peek().pos);
     while (true) {
       const Token& t = peek();
       if (t.kind == TokenKind::kEnd) {
@@ -256,6 +315,8 @@ class Parser {
   }
 
   Result<ExprPtr> parse_expression() {
+    Nesting nesting(nesting_);
+    if (nesting.too_deep()) return too_deep(name_, peek().pos);
     CODEACT_TRY(auto value, parse_or());
     if (at_name("if")) {
       Position pos = peek().pos;
@@ -302,6 +363,8 @@ class Parser {
 
   Result<ExprPtr> parse_not() {
     if (at_name("not")) {
+      Nesting nesting(nesting_);
+      if (nesting.too_deep()) return too_deep(name_, peek().pos);
       Position pos = next().pos;
       CODEACT_TRY(auto operand, parse_not());
       auto e = make(Expr::Kind::kNot, pos);
@@ -372,16 +435,16 @@ class Parser {
 
   // Like jinja2, `-3 | abs` is `(-3) | abs`: the sign binds tighter than filters.
   Result<ExprPtr> parse_unary_operand() {
-    if (at_op("-")) {
+    if (at_op("-") || at_op("+")) {
+      Nesting nesting(nesting_);
+      if (nesting.too_deep()) return too_deep(name_, peek().pos);
+      const bool minus = at_op("-");
       Position pos = next().pos;
       CODEACT_TRY(auto operand, parse_unary_operand());
+      if (!minus) return operand;
       auto e = make(Expr::Kind::kNeg, pos);
       e->args.push_back(std::move(operand));
       return e;
-    }
-    if (at_op("+")) {
-      next();
-      return parse_unary_operand();
     }
     CODEACT_TRY(auto primary, parse_primary());
     return parse_postfix(std::move(primary));
@@ -595,6 +658,7 @@ class Parser {
   size_t i_ = 0;
   std::string name_;
   int open_line_ = 0;
+  int nesting_ = 0;  // the parser's recursion (Nesting)
 };
 
 }  // namespace
@@ -603,6 +667,7 @@ Result<std::shared_ptr<Program>> parse_tokens(std::vector<Token> tokens, std::st
                                               TemplateOptions options) {
   Parser parser(std::move(tokens), name);
   CODEACT_TRY(auto body, parser.parse_template());
+  CODEACT_TRY_STATUS(check_expression_depth(body, name));
   auto program = std::make_shared<Program>();
   program->name = std::move(name);
   program->options = options;

@@ -23,7 +23,7 @@ class Renderer {
   }
 
  private:
-  CallSite site(Position pos) const { return CallSite{program_.name, strict_, pos}; }
+  CallSite site(Position pos) { return CallSite{program_.name, strict_, pos, budget_}; }
   Error error(Position pos, const std::string& message) const {
     return template_error(program_.name, pos, message);
   }
@@ -39,12 +39,15 @@ class Renderer {
   Status render_node(const Node& node, std::string& out) {
     switch (node.kind) {
       case Node::Kind::kText:
+        CODEACT_TRY_STATUS(site(node.pos).spend(node.text.size(), "the text"));
         out += node.text;
         return ok_status();
       case Node::Kind::kOutput: {
         CODEACT_TRY(auto v, eval(*node.expr));
         CODEACT_TRY(auto j, use(v, node.expr->pos, "printed"));
-        out += python_str(j);
+        std::string text = python_str(j);
+        CODEACT_TRY_STATUS(site(node.expr->pos).spend(text.size(), "printing this"));
+        out += text;
         return ok_status();
       }
       case Node::Kind::kIf: {
@@ -96,23 +99,12 @@ class Renderer {
     return ok_status();
   }
 
-  Result<std::vector<Json>> items_of(const Value& v, Position pos) const {
+  Result<std::vector<Json>> items_of(const Value& v, Position pos) {
     if (v.undefined) {
       if (strict_) return error(pos, v.hint + " (iterated)");
       return std::vector<Json>{};
     }
-    const Json& j = v.json;
-    std::vector<Json> out;
-    if (j.is_array()) {
-      out.assign(j.begin(), j.end());
-    } else if (j.is_object()) {
-      for (const auto& [k, _] : j.items()) out.emplace_back(k);  // a dict iterates its keys
-    } else if (j.is_string()) {
-      for (auto& c : utf8_chars(j.get<std::string>())) out.emplace_back(std::move(c));
-    } else {
-      return error(pos, "'" + type_name(j) + "' object is not iterable");
-    }
-    return out;
+    return iterate(v.json, site(pos));
   }
 
   Status render_for(const Node& node, std::string& out) {
@@ -135,6 +127,7 @@ class Renderer {
     if (items.empty()) return render(node.else_body, out);
     const size_t n = items.size();
     for (size_t i = 0; i < n; ++i) {
+      CODEACT_TRY_STATUS(site(node.pos).spend(kLoopPassWeight, "this loop"));
       scopes_.emplace_back();
       Json loop = {
           {"index", i + 1},
@@ -193,17 +186,21 @@ class Renderer {
         int64_t size = static_cast<int64_t>(j.size());
         if (i < 0) i += size;
         if (i >= 0 && i < size) return Value{j[static_cast<size_t>(i)]};
-      } else {
-        auto chars = utf8_chars(j.get<std::string>());
-        int64_t size = static_cast<int64_t>(chars.size());
-        if (i < 0) i += size;
-        if (i >= 0 && i < size) return Value{Json(chars[static_cast<size_t>(i)])};
+      } else if (auto c = utf8_char_at(j.get_ref<const std::string&>(), i)) {
+        return Value{Json(*c)};
       }
     }
     return Value::undef(type_name(j) + " object has no " + shown);
   }
 
+  // Every value an expression makes is spent against the render's budget.
   Result<Value> eval(const Expr& e) {
+    CODEACT_TRY(auto v, eval_unspent(e));
+    CODEACT_TRY_STATUS(site(e.pos).spend(json_weight(v.json), "this expression"));
+    return v;
+  }
+
+  Result<Value> eval_unspent(const Expr& e) {
     switch (e.kind) {
       case Expr::Kind::kLiteral:
         return Value{e.literal};
@@ -448,6 +445,7 @@ class Renderer {
   const Program& program_;
   const Json& context_;
   bool strict_;
+  RenderBudget budget_;
   std::vector<std::map<std::string, Value>> scopes_;
 };
 

@@ -114,24 +114,32 @@ void json_string(std::string& out, const std::string& s, bool html_safe) {
   out += '"';
 }
 
-void json_dump(std::string& out, const Json& v, int indent, int depth, bool html_safe) {
-  auto newline = [&](int d) {
+// Appends `v` as json.dumps prints it; false as soon as `out` would be longer than `max_size`
+// (then `out` holds part of it).
+bool json_dump(std::string& out, const Json& v, int64_t indent, int64_t depth, bool html_safe,
+               size_t max_size) {
+  auto newline = [&](int64_t d) {
+    int64_t pad = 0;
+    if (__builtin_mul_overflow(indent, d, &pad) || static_cast<uint64_t>(pad) >= max_size ||
+        out.size() + 1 + static_cast<size_t>(pad) > max_size)
+      return false;
     out += '\n';
-    out += std::string(static_cast<size_t>(indent * d), ' ');
+    out.append(static_cast<size_t>(pad), ' ');
+    return true;
   };
   switch (v.type()) {
     case Json::value_t::null:
       out += "null";
-      return;
+      break;
     case Json::value_t::boolean:
       out += v.get<bool>() ? "true" : "false";
-      return;
+      break;
     case Json::value_t::number_integer:
       out += std::to_string(v.get<int64_t>());
-      return;
+      break;
     case Json::value_t::number_unsigned:
       out += std::to_string(v.get<uint64_t>());
-      return;
+      break;
     case Json::value_t::number_float: {
       double d = v.get<double>();
       if (std::isnan(d))
@@ -140,51 +148,48 @@ void json_dump(std::string& out, const Json& v, int indent, int depth, bool html
         out += d < 0 ? "-Infinity" : "Infinity";
       else
         out += python_float(d);
-      return;
+      break;
     }
     case Json::value_t::string:
       json_string(out, v.get_ref<const std::string&>(), html_safe);
-      return;
-    case Json::value_t::array: {
-      if (v.empty()) {
-        out += "[]";
-        return;
-      }
-      out += '[';
-      bool first = true;
-      for (const auto& item : v) {
-        if (!first) out += indent >= 0 ? "," : ", ";
-        first = false;
-        if (indent >= 0) newline(depth + 1);
-        json_dump(out, item, indent, depth + 1, html_safe);
-      }
-      if (indent >= 0) newline(depth);
-      out += ']';
-      return;
-    }
+      break;
+    case Json::value_t::array:
     case Json::value_t::object: {
+      const bool array = v.is_array();
       if (v.empty()) {
-        out += "{}";
-        return;
+        out += array ? "[]" : "{}";
+        break;
       }
-      out += '{';
+      out += array ? '[' : '{';
       bool first = true;
-      for (const auto& [key, item] : v.items()) {  // nlohmann objects iterate in key order
+      auto member = [&](const std::string* key, const Json& item) {
         if (!first) out += indent >= 0 ? "," : ", ";
         first = false;
-        if (indent >= 0) newline(depth + 1);
-        json_string(out, key, html_safe);
-        out += ": ";
-        json_dump(out, item, indent, depth + 1, html_safe);
+        if (indent >= 0 && !newline(depth + 1)) return false;
+        if (key) {
+          json_string(out, *key, html_safe);
+          out += ": ";
+        }
+        return json_dump(out, item, indent, depth + 1, html_safe, max_size);
+      };
+      if (array) {
+        for (const auto& item : v) {
+          if (!member(nullptr, item)) return false;
+        }
+      } else {
+        for (const auto& [key, item] : v.items()) {  // nlohmann objects iterate in key order
+          if (!member(&key, item)) return false;
+        }
       }
-      if (indent >= 0) newline(depth);
-      out += '}';
-      return;
+      if (indent >= 0 && !newline(depth)) return false;
+      out += array ? ']' : '}';
+      break;
     }
     default:
       out += "null";
-      return;
+      break;
   }
+  return out.size() <= max_size;
 }
 
 }  // namespace
@@ -300,9 +305,76 @@ std::string type_name(const Json& v) {
   }
 }
 
-std::string python_json_dumps(const Json& value, int indent, bool html_safe) {
+std::optional<std::string> python_json_dumps(const Json& value, int64_t indent, bool html_safe,
+                                             size_t max_size) {
   std::string out;
-  json_dump(out, value, indent, 0, html_safe);
+  if (!json_dump(out, value, indent, 0, html_safe, max_size)) return std::nullopt;
+  return out;
+}
+
+Status CallSite::spend(size_t bytes, std::string_view what) const {
+  if (budget.spend(bytes)) return ok_status();
+  return too_large(what);
+}
+
+Error CallSite::too_large(std::string_view what) const {
+  return error(std::string(what) + " would take this render past " +
+               byte_size_text(static_cast<int64_t>(kRenderBudgetBytes)) +
+               ", the most one render may make (does a loop or a filter grow without bound?)");
+}
+
+size_t json_weight(const Json& value) {
+  constexpr size_t kNode = sizeof(Json);
+  switch (value.type()) {
+    case Json::value_t::string:
+      return kNode + value.get_ref<const std::string&>().size();
+    case Json::value_t::array: {
+      size_t total = kNode;
+      for (const auto& item : value) total += json_weight(item);
+      return total;
+    }
+    case Json::value_t::object: {
+      size_t total = kNode;
+      for (const auto& [key, item] : value.items()) total += kNode + key.size() + json_weight(item);
+      return total;
+    }
+    default:
+      return kNode;
+  }
+}
+
+size_t utf8_length(const std::string& s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++n) decode_utf8(s, i);
+  return n;
+}
+
+std::optional<std::string> utf8_char_at(const std::string& s, int64_t index) {
+  if (index < 0) index += static_cast<int64_t>(utf8_length(s));
+  if (index < 0) return std::nullopt;
+  size_t i = 0;
+  for (int64_t n = 0; i < s.size(); ++n) {
+    size_t start = i;
+    decode_utf8(s, i);
+    if (n == index) return s.substr(start, i - start);
+  }
+  return std::nullopt;
+}
+
+Result<std::vector<Json>> iterate(const Json& v, const CallSite& site) {
+  std::vector<Json> out;
+  if (v.is_array()) {
+    out.assign(v.begin(), v.end());
+  } else if (v.is_object()) {
+    for (const auto& [k, _] : v.items()) out.emplace_back(k);  // a dict iterates its keys
+  } else if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    constexpr size_t kPerCharacter = sizeof(Json) + sizeof(std::string) + 16;  // + malloc's own
+    CODEACT_TRY_STATUS(site.spend(s.size() * kPerCharacter, "splitting this string"));
+    for (auto& c : utf8_chars(s)) out.emplace_back(std::move(c));
+  } else {
+    return site.error("'" + type_name(v) + "' object is not iterable");
+  }
   return out;
 }
 

@@ -321,6 +321,101 @@ TEST(TemplateTest, NoneArgumentsMeanTheDefaultAndSetUnpacks) {
             "{\"x\": [1]} 21");
 }
 
+// Found by tests/fuzz (template; CI ran out of memory on malloc(2147483648), the pad of
+// `indent(2147483647)`; input corpus/template/regression-render-without-bound): a template
+// could make text or values without bound. Each render now has a budget (64 MiB of what it
+// makes), and going past it is an error naming the place, before the memory is taken.
+TEST(TemplateTest, RenderingThatGrowsWithoutBoundIsAnError) {
+  const Json context = Json::parse(R"({"s": "ab\ncd", "l": [1, 2, 3]})");
+  auto fails_at = [&](const std::string& source, const std::string& where) {
+    auto r = render_template(source, context, "t");
+    ASSERT_FALSE(r.ok()) << source;
+    EXPECT_EQ(r.error().code(), Code::kInvalidArgument);
+    EXPECT_EQ(r.error().message().rfind("template \"t\": " + where, 0), 0u) << r.error().message();
+    EXPECT_NE(r.error().message().find("past 64.0 MiB, the most one render may make"),
+              std::string::npos)
+        << r.error().message();
+  };
+  fails_at("{{ s | indent(2147483647) }}", "line 1, column 8: this indent would take");
+  fails_at("{{ s | indent(9223372036854775807) }}", "line 1, column 8: this indent");
+  fails_at("{{ l | tojson(2147483647) }}", "line 1, column 8: filter 'tojson' would take");
+  fails_at("{{ l | tojson(9223372036854775807) }}", "line 1, column 8: filter 'tojson'");
+  // a doubling string: 2^30 bytes after 30 steps
+  std::string doubling = "{% set x = 'aaaaaaaaaaaaaaaa' %}";
+  for (int i = 0; i < 30; ++i) doubling += "{% set x = x ~ x %}";
+  fails_at(doubling + "{{ x | length }}", "line 1, column ");
+  // ten billion loop passes with nothing to print: an error within a million, not hours
+  fails_at("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+           "line 1, column 41: this expression would take");
+  fails_at(
+      "{% for i in range(100000) %}{% for j in l %}{% for k in l %}{% endfor %}{% endfor %}"
+      "{% endfor %}",
+      "line 1, column 45: this loop would take");
+  std::string big = "{% set x = 'aaaaaaaaaaaaaaaa' %}";
+  for (int i = 0; i < 16; ++i) big += "{% set x = x ~ x %}";  // 1 MiB
+  fails_at(big + "{{ range(100) | join(x) }}", "line 1, column ");
+  fails_at(big + "{{ x.replace('a', x) }}", "line 1, column ");
+  fails_at(big + "{{ x | replace('a', 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa') }}",
+           "line 1, column ");
+  fails_at(big + "{% for c in x %}{% endfor %}", "line 1, column ");
+  fails_at(big + "{% for i in range(1000) %}{{ x }}{% endfor %}", "line 1, column ");
+}
+
+// Found by tests/fuzz (template, input corpus/template/regression-deep-nesting): `{{ x------...`
+// nine hundred signs deep overflowed the stack while rendering. Blocks and expressions now nest at
+// most 100 deep, checked at parse time, also for chains built by a loop (`1+1+...`).
+TEST(TemplateTest, NestingDeeperThanAHundredIsASyntaxError) {
+  auto deep = [](const std::string& source) {
+    auto r = Template::parse(source, "t");
+    if (r.ok()) return std::string("parsed");
+    EXPECT_EQ(r.error().code(), Code::kInvalidArgument);
+    return r.error().message();
+  };
+  auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  EXPECT_EQ(deep("{{ 1" + repeat("-", 900) + "1 }}"),
+            "template \"t\": line 1, column 104: nested deeper than 100 levels");
+  EXPECT_EQ(deep("{{ " + repeat("not ", 101) + "x }}"),
+            "template \"t\": line 1, column 396: nested deeper than 100 levels");
+  EXPECT_EQ(deep("{{ " + repeat("(", 101) + "1" + repeat(")", 101) + " }}"),
+            "template \"t\": line 1, column 103: nested deeper than 100 levels");
+  EXPECT_EQ(deep("{{ 1" + repeat(" + 1", 100) + " }}"),
+            "template \"t\": line 1, column 402: nested deeper than 100 levels");
+  EXPECT_EQ(deep("{{ x" + repeat(" | upper", 100) + " }}"),
+            "template \"t\": line 1, column 800: nested deeper than 100 levels");
+  EXPECT_EQ(deep(repeat("{% if x %}", 101) + repeat("{% endif %}", 101)),
+            "template \"t\": line 1, column 997: nested deeper than 100 levels");
+  // ninety-nine deep is fine, and renders as it should
+  std::string ok = "{{ " + repeat("(", 49) + "-" + repeat("- ", 48) + "2" + repeat(")", 49) +
+                   " }}{{ 1" + repeat(" + 1", 98) + " }}";
+  EXPECT_EQ(*render_template(ok, Json::object()), "-299");
+}
+
+TEST(TemplateTest, WorkWithinTheBudgetRendersAsBefore) {
+  std::string big = "{% set x = 'ab' %}";
+  for (int i = 0; i < 19; ++i) big += "{% set x = x ~ x %}";  // 1 MiB
+  EXPECT_EQ(*render_template(big + "{{ x | length }} {{ x[-1] }} {{ x[1048575] }}|{{ x[1048576] }}",
+                             Json::object()),
+            "1048576 b b|");
+  EXPECT_EQ(
+      *render_template("{{ 'h\u00e9llo'[1] }}{{ 'h\u00e9llo'[-4] }} {{ 'h\u00e9llo' | length }}",
+                       Json::object()),
+      "\u00e9\u00e9 5");
+  // unique keeps the first of equal values, in order, also for long lists (it was quadratic)
+  EXPECT_EQ(
+      *render_template("{{ [3, 1, 3.0, 'a', 1, 'a', [1], [1]] | unique | list }}", Json::object()),
+      "[3, 1, 'a', [1]]");
+  EXPECT_EQ(*render_template("{{ range(100000) | unique | list | length }}", Json::object()),
+            "100000");
+  EXPECT_EQ(*render_template("{{ 'a-b-c' | replace('-', '--', 2) }} {{ 'a-b'.replace('-', '') }}",
+                             Json::object()),
+            "a--b--c ab");
+  EXPECT_EQ(*render_template("{{ 'a\nb' | indent(2, first=true) }}", Json::object()), "  a\n  b");
+}
+
 TEST(TemplateTest, ContextMustBeAnObject) {
   auto r = render_template("x", Json::array({1}));
   ASSERT_FALSE(r.ok());
