@@ -130,12 +130,14 @@ struct Value {
 };
 
 // What one render may make in all, so that a template that grows without bound (a loop that
-// doubles a string, `indent(2147483647)`, a join with a huge separator) ends in an error instead
-// of taking the machine's memory or time. Counted in bytes of the text and values it makes:
-// every evaluated value by its json_weight, every printed text, every loop pass as
-// kLoopPassWeight. Prompts use a small fraction of it.
-inline constexpr size_t kRenderBudgetBytes = size_t{64} << 20;
-inline constexpr size_t kLoopPassWeight = 64;
+// doubles a string, `indent(2147483647)`, a join with a huge separator, loops in loops) ends in an
+// error instead of taking the machine's memory or time. Counted in bytes of the text and values
+// it makes: every evaluated expression as kStepWeight plus its value's json_weight, every printed
+// text, every loop pass as kStepWeight plus the json_weight of its `loop` variable (about
+// 360); so a render takes at most 16 MiB / 64 = 262144 steps, and under 40000 loop passes.
+// A prompt listing a thousand tools uses a few MiB.
+inline constexpr size_t kRenderBudgetBytes = size_t{16} << 20;
+inline constexpr size_t kStepWeight = 64;
 
 class RenderBudget {
  public:

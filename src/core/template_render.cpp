@@ -127,8 +127,6 @@ class Renderer {
     if (items.empty()) return render(node.else_body, out);
     const size_t n = items.size();
     for (size_t i = 0; i < n; ++i) {
-      CODEACT_TRY_STATUS(site(node.pos).spend(kLoopPassWeight, "this loop"));
-      scopes_.emplace_back();
       Json loop = {
           {"index", i + 1},
           {"index0", i},
@@ -140,6 +138,9 @@ class Renderer {
           {"previtem", i > 0 ? items[i - 1] : Json()},
           {"nextitem", i + 1 < n ? items[i + 1] : Json()},
       };
+      // a pass costs what it makes: its `loop` variable, which is most of the work
+      CODEACT_TRY_STATUS(site(node.pos).spend(kStepWeight + json_weight(loop), "this loop"));
+      scopes_.emplace_back();
       scopes_.back()["loop"] = Value{std::move(loop)};
       Status st = assign(node.targets, Value{items[i]}, node.pos);
       if (st.ok()) st = render(node.body, out);
@@ -196,7 +197,7 @@ class Renderer {
   // Every value an expression makes is spent against the render's budget.
   Result<Value> eval(const Expr& e) {
     CODEACT_TRY(auto v, eval_unspent(e));
-    CODEACT_TRY_STATUS(site(e.pos).spend(json_weight(v.json), "this expression"));
+    CODEACT_TRY_STATUS(site(e.pos).spend(kStepWeight + json_weight(v.json), "this expression"));
     return v;
   }
 
