@@ -196,6 +196,9 @@ class DockerClient::Impl {
   Result<HttpResponse> send(HttpRequest request, std::string_view what);
   // `self` negotiates the API version on first use.
   Result<HttpResponse> call(DockerClient& self, Call& c);
+  // Settles the API version from the engine's (`engine`, as "Docker 24.0.7" or "", goes in the
+  // error): the lower of it and options.max_api_version; FailedPrecondition below 1.40.
+  Result<std::string> negotiate(const std::string& server_api, const std::string& engine);
 
   const std::string host;         // as shown to users
   const std::string socket_path;  // unix socket
@@ -306,7 +309,11 @@ Status DockerClient::ping() {
   c.versioned = false;
   c.what = "ping";
   CODEACT_TRY(HttpResponse r, impl_->call(*this, c));
-  (void)r;
+  // The reply names the engine's API version: negotiating from it spares the first versioned
+  // call a GET /version (a CLI command is a ping and one or two calls).
+  if (std::string api = r.header("api-version"); !api.empty()) {
+    CODEACT_TRY_STATUS(impl_->negotiate(api, ""));
+  }
   return core::ok_status();
 }
 
@@ -328,19 +335,24 @@ Result<DockerVersion> DockerClient::version() {
   if (v.api_version.empty()) {
     return core::internal_error("docker: version: the engine did not report its ApiVersion");
   }
-  auto server = parse_api_version(v.api_version);
-  auto mine = parse_api_version(impl_->options.max_api_version);
-  v.negotiated_api_version = server < mine ? v.api_version : impl_->options.max_api_version;
-  auto negotiated = parse_api_version(v.negotiated_api_version);
-  if (negotiated < std::make_pair(1, 40)) {
-    return core::failed_precondition(fmt::format(
-        "docker: the engine at {} speaks API {} (Docker {}); codeact needs API 1.40 or newer "
-        "(Docker 19.03+)",
-        impl_->host, v.api_version, v.version));
-  }
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->api_version = v.negotiated_api_version;
+  CODEACT_TRY(v.negotiated_api_version, impl_->negotiate(v.api_version, "Docker " + v.version));
   return v;
+}
+
+Result<std::string> DockerClient::Impl::negotiate(const std::string& server_api,
+                                                  const std::string& engine) {
+  auto server = parse_api_version(server_api);
+  auto mine = parse_api_version(options.max_api_version);
+  std::string negotiated = server < mine ? server_api : options.max_api_version;
+  if (parse_api_version(negotiated) < std::make_pair(1, 40)) {
+    return core::failed_precondition(
+        fmt::format("docker: the engine at {} speaks API {}{}; codeact needs API 1.40 or newer "
+                    "(Docker 19.03+)",
+                    host, server_api, engine.empty() ? "" : " (" + engine + ")"));
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  api_version = negotiated;
+  return negotiated;
 }
 
 Result<std::string> DockerClient::api_version() {

@@ -31,7 +31,11 @@ class ScriptedEngine : public core::HttpTransport {
     requests.push_back(request.method + " " + request.url);
     sockets.push_back(request.unix_socket);
     core::HttpResponse response;
-    if (request.url == "http://localhost/version") {
+    if (request.url == "http://localhost/_ping") {
+      response.status = 200;
+      response.headers.emplace_back("api-version", api_version_);
+      response.body = "OK";
+    } else if (request.url == "http://localhost/version") {
       response.status = 200;
       response.body = R"({"Version":"99.0","ApiVersion":")" + api_version_ +
                       R"(","MinAPIVersion":"1.12","Os":"linux","Arch":"amd64"})";
@@ -92,6 +96,27 @@ TEST(DockerProtocol, NegotiatesTheLowerOfServerAndClientVersions) {
   EXPECT_EQ(std::count(new_engine->requests.begin(), new_engine->requests.end(),
                        "GET http://localhost/version"),
             1);
+}
+
+// A CLI command is a ping and a call or two: the ping's Api-Version header settles the version,
+// with no GET /version.
+TEST(DockerProtocol, APingNegotiatesFromTheEnginesApiVersionHeader) {
+  auto engine = std::make_shared<ScriptedEngine>("1.41");
+  engine->expect("/v1.41/containers/json", {200, "[]"});
+  auto client = client_for(engine);
+  ASSERT_TRUE(client->ping().ok());
+  ASSERT_TRUE(client->list_containers().ok());
+  EXPECT_EQ(engine->requests,
+            (std::vector<std::string>{"GET http://localhost/_ping",
+                                      "GET http://localhost/v1.41/containers/json?all=1"}));
+
+  auto old_engine = std::make_shared<ScriptedEngine>("1.30");
+  auto pinged = client_for(old_engine)->ping();
+  ASSERT_FALSE(pinged.ok());
+  EXPECT_EQ(pinged.error().code(), Code::kFailedPrecondition);
+  EXPECT_NE(pinged.error().message().find("speaks API 1.30; codeact needs API 1.40"),
+            std::string::npos)
+      << pinged.error().message();
 }
 
 TEST(DockerProtocol, RefusesEnginesOlderThanApi140) {

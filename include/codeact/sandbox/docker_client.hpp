@@ -3,8 +3,8 @@
 // Speaks to `unix:///var/run/docker.sock`, or to the socket named by DOCKER_HOST=unix://PATH
 // (tcp:// hosts are rejected with InvalidArgument). Every request goes through a
 // core::HttpTransport (the libcurl one by default; tests may inject another). The API version is
-// negotiated on first use: GET /version, then min(server ApiVersion, max_api_version) prefixes
-// every path (`/v1.41/containers/create`).
+// negotiated on first use (from the reply to ping(), else by GET /version): min(server
+// ApiVersion, max_api_version) prefixes every path (`/v1.41/containers/create`).
 //
 // Errors are Error values, never raw transport messages:
 //   - daemon unreachable        -> Unavailable "cannot reach the Docker engine at unix://...:
