@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cli_app.hpp"
 #include "cli_context.hpp"
 #include "codeact/codeact/codeact_agent.hpp"
 #include "codeact/core/cancel.hpp"
@@ -305,8 +306,7 @@ int run(const RunFlags& f) {
 
 void add_run_command(CLI::App& app, ExitCode& exit) {
   auto f = std::make_shared<RunFlags>();
-  auto* cmd = app.add_subcommand(
-      "run", "Solve a task with a CodeAct agent: it writes Python that runs in a sandbox");
+  auto* cmd = app.add_subcommand("run", kRunSummary);
   cmd->add_option("task", f->task, "What the agent should do")->required();
   cmd->add_option("--model,-m", f->model,
                   "provider:model, e.g. openai:gpt-4.1, google-gla:gemini-2.5-pro, "

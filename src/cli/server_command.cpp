@@ -8,6 +8,7 @@
 
 #include <iostream>
 
+#include "cli_app.hpp"
 #include "cli_context.hpp"
 #include "codeact/core/config.hpp"
 #include "codeact/server/server.hpp"
@@ -96,9 +97,7 @@ int run_server(const ServerFlags& f) {
 
 void add_server_command(CLI::App& app, ExitCode& exit) {
   auto f = std::make_shared<ServerFlags>();
-  auto* cmd = app.add_subcommand(
-      "server",
-      "Serve the HTTP API (runs, sessions, files, events) and the web chat page (docs/server.md)");
+  auto* cmd = app.add_subcommand("server", kServerSummary);
   cmd->add_option("--listen", f->listen,
                   "HOST:PORT to listen on (default: server.listen of app_conf.yml, else "
                   "127.0.0.1:8000; port 0 picks a free one). Other than loopback needs API keys");

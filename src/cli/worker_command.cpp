@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "cli_app.hpp"
 #include "cli_context.hpp"
 #include "codeact/core/json.hpp"
 #include "codeact/durable/chat_fork.hpp"
@@ -237,8 +238,7 @@ int run_chat(const ChatFlags& f) {
 
 void add_worker_commands(CLI::App& app, ExitCode& exit) {
   auto wf = std::make_shared<WorkerFlags>();
-  auto* w = app.add_subcommand(
-      "worker", "Run a worker for durable agent runs (workflows and activities) on a task queue");
+  auto* w = app.add_subcommand("worker", kWorkerSummary);
   add_durable_flags(w, wf->durable, false);
   w->add_option("--config", wf->config, "app_conf.yml to use");
   w->add_option("--prompts", wf->prompts, "agent_prompts.yml to use");
@@ -248,9 +248,7 @@ void add_worker_commands(CLI::App& app, ExitCode& exit) {
 
   auto cf = std::make_shared<ChatFlags>();
   auto pkgs = std::make_shared<std::vector<std::string>>();
-  auto* c = app.add_subcommand(
-      "chat",
-      "Chat with a CodeAct agent: each line is a message; one sandbox for the conversation");
+  auto* c = app.add_subcommand("chat", kChatSummary);
   c->add_option("--workflow-id", cf->workflow_id,
                 "Chat id (also the sandbox id); an existing chat is resumed");
   c->add_option("--model,-m", cf->model, "provider:model (default: app_conf.yml llm.<provider>)");

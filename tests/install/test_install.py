@@ -50,6 +50,8 @@ def configure_and_build(source, build, prefix):
 
 def test_install_lays_out_cli_libraries_headers_and_package(prefix):
     assert run([str(prefix / "bin" / "codeact"), "--version"]).stdout.startswith("codeact 0.1.0")
+    # `codeact` hands the commands that reach Temporal to codeact-full, installed beside it.
+    assert "Usage: codeact run" in run([str(prefix / "bin" / "codeact"), "run", "--help"]).stdout
     for lib in ("core", "agent", "codeact", "durable", "temporal", "temporal_protos", "server"):
         assert (prefix / "lib" / f"libcodeact_{lib}.a").is_file(), lib
     assert (prefix / "include" / "codeact" / "codeact" / "codeact_agent.hpp").is_file()

@@ -63,7 +63,7 @@ def test_cli_package_depends_on_the_libraries_it_links(debs):
     assert "docker.io" in field(cli, "Recommends")
     assert field(cli, "Version") == VERSION
     files = contents(cli)
-    for path in ("/usr/bin/codeact", "/usr/share/man/man1/codeact.1.gz",
+    for path in ("/usr/bin/codeact", "/usr/bin/codeact-full", "/usr/share/man/man1/codeact.1.gz",
                  "/usr/share/codeact/sandbox-image/Dockerfile",
                  "/usr/share/codeact/sandbox-image/codeact_kernel/kernel.py",
                  "/usr/share/doc/codeact/examples/app_conf.yml"):

