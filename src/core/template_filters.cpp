@@ -1,6 +1,7 @@
 // Filters (`x | join(', ')`), tests (`x is defined`) and the Python methods templates commonly
 // call (`d.items()`, `s.strip()`) of the Jinja-subset engine. The list is in docs/templates.md.
 #include <algorithm>
+#include <bitset>
 #include <cmath>
 #include <set>
 
@@ -29,12 +30,15 @@ std::string lower(std::string s) {
   return s;
 }
 std::string strip(const std::string& s, const std::string& chars, bool left, bool right) {
+  std::bitset<256> strip_it;  // one look per byte, however long `chars` is
+  for (char c : chars) strip_it.set(static_cast<unsigned char>(c));
+  auto stripped = [&](char c) { return strip_it.test(static_cast<unsigned char>(c)); };
   size_t b = 0, e = s.size();
   if (left) {
-    while (b < e && chars.find(s[b]) != std::string::npos) ++b;
+    while (b < e && stripped(s[b])) ++b;
   }
   if (right) {
-    while (e > b && chars.find(s[e - 1]) != std::string::npos) --e;
+    while (e > b && stripped(s[e - 1])) --e;
   }
   return s.substr(b, e - b);
 }
@@ -45,27 +49,36 @@ const std::string kWhitespace = " \t\n\r\f\v";
 Result<std::string> replace_all(const std::string& s, const std::string& from,
                                 const std::string& to, int64_t count, const CallSite& site) {
   if (from.empty()) return s;
-  std::vector<size_t> found;
-  for (size_t pos = 0; (count < 0 || static_cast<int64_t>(found.size()) < count) &&
-                       (pos = s.find(from, pos)) != std::string::npos;
+  auto limit = static_cast<uint64_t>(count < 0 ? INT64_MAX : count);
+  uint64_t n = 0;
+  for (size_t pos = 0; n < limit && (pos = find_text(s, from, pos)) != std::string::npos;
        pos += from.size()) {
-    found.push_back(pos);
+    ++n;
   }
-  size_t size = s.size() - found.size() * from.size();
-  if (!to.empty() && found.size() > (kRenderBudgetBytes - size) / to.size())
+  size_t size = s.size() - n * from.size();
+  if (size > kRenderBudgetBytes || (!to.empty() && n > (kRenderBudgetBytes - size) / to.size()))
     return site.too_large("this replace");
-  size += found.size() * to.size();
+  size += n * to.size();
   CODEACT_TRY_STATUS(site.spend(size, "this replace"));
   std::string out;
   out.reserve(size);
   size_t done = 0;
-  for (size_t pos : found) {
+  for (uint64_t i = 0; i < n; ++i) {
+    size_t pos = find_text(s, from, done);
     out.append(s, done, pos - done);
     out += to;
     done = pos + from.size();
   }
   out.append(s, done);
   return out;
+}
+
+bool has_nan(const Json& v) {
+  if (v.is_number_float()) return std::isnan(v.get<double>());
+  if (v.is_array() || v.is_object()) {
+    return std::any_of(v.begin(), v.end(), [](const Json& item) { return has_nan(item); });
+  }
+  return false;
 }
 
 Json attribute_of(const Json& v, const std::string& attr) {
@@ -159,6 +172,7 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
     CODEACT_TRY(auto n, int_arg(indent, -1, "tojson indent", site));
     auto text = python_json_dumps(v, n, true, site.budget.left());
     if (!text) return site.too_large("filter 'tojson'");
+    CODEACT_TRY_STATUS(site.spend(text->size(), "filter 'tojson'"));
     return Value{Json(std::move(*text))};
   }
   if (name == "upper") return Value{Json(upper(python_str(v)))};
@@ -255,10 +269,11 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
   if (name == "unique") {
     CODEACT_TRY(auto items, iterate(v, site));
     Json out = Json::array();
-    std::set<Json> seen;  // Json's < agrees with its == (1 and 1.0 are one value, as in Python)
+    // Json's < agrees with its == (1 and 1.0 are one value, as in Python), but for NaN, which
+    // equals nothing: a value holding one is kept without entering the set.
+    std::set<Json> seen;
     for (auto& item : items) {
-      bool nan = item.is_number_float() && std::isnan(item.get<double>());  // never equal
-      if (nan || seen.insert(item).second) out.push_back(item);
+      if (has_nan(item) || seen.insert(item).second) out.push_back(item);
     }
     return Value{out};
   }
@@ -276,12 +291,15 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
     if (args.positional.empty())
       return site.error("filter 'map' needs a filter name or attribute=");
     std::string filter = str_of(args.positional[0]);
+    // a map of maps would recurse once per argument, past what the parser's nesting limit sees
+    if (filter == "map") return site.error("filter 'map' cannot apply 'map'");
     Args rest;
     rest.positional.assign(args.positional.begin() + 1, args.positional.end());
     rest.keyword = args.keyword;
     for (const auto& item : items) {
       CODEACT_TRY(auto mapped, apply_filter(filter, Value{item}, rest, site));
-      out.push_back(mapped.json);
+      CODEACT_TRY_STATUS(site.spend(kStepWeight + json_weight(mapped.json), "this map"));
+      out.push_back(std::move(mapped.json));
     }
     return Value{out};
   }
@@ -426,7 +444,8 @@ Result<bool> apply_test(const std::string& name, const Value& input, const Args&
     CODEACT_TRY_STATUS(need_arg());
     const Json& c = arg->json;
     if (c.is_string())
-      return v.is_string() && c.get<std::string>().find(v.get<std::string>()) != std::string::npos;
+      return v.is_string() && find_text(c.get_ref<const std::string&>(),
+                                        v.get_ref<const std::string&>()) != std::string::npos;
     if (c.is_array()) return std::find(c.begin(), c.end(), v) != c.end();
     if (c.is_object()) return v.is_string() && c.contains(v.get<std::string>());
     return false;
@@ -500,7 +519,7 @@ Result<Value> call_method(const Value& self, const std::string& name, const Args
       std::string sep = str_of(*a0);
       if (sep.empty()) return site.error("str.split: empty separator");
       size_t start = 0, pos;
-      while ((pos = s.find(sep, start)) != std::string::npos) {
+      while ((pos = find_text(s, sep, start)) != std::string::npos) {
         CODEACT_TRY_STATUS(site.spend(sizeof(Json) + (pos - start), "this split"));
         out.push_back(s.substr(start, pos - start));
         start = pos + sep.size();

@@ -155,6 +155,8 @@ class RenderBudget {
 
 // Bytes a value takes, roughly: what spending it against a RenderBudget counts.
 size_t json_weight(const Json& value);
+// python_repr cut to about 100 characters (for messages and hints, which may hold any value).
+std::string short_repr(const Json& value);
 
 // Everything a filter, test or method needs to know about the call site.
 struct CallSite {
@@ -202,6 +204,8 @@ std::optional<std::string> python_json_dumps(const Json& value, int64_t indent, 
                                              size_t max_size);
 // Splits a UTF-8 string into code points (each as its UTF-8 bytes).
 std::vector<std::string> utf8_chars(const std::string& s);
+// s.find(part, from) in time linear in the sizes (std::string::find can take |s| * |part|).
+size_t find_text(std::string_view s, std::string_view part, size_t from = 0);
 // len() of a UTF-8 string: its code points, counted without splitting it.
 size_t utf8_length(const std::string& s);
 // s[index] in Python: the code point at `index` (negative counts from the end), or nullopt.

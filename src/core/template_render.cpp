@@ -150,14 +150,18 @@ class Renderer {
     return ok_status();
   }
 
-  Value lookup(const std::string& name) const {
+  // `from_context`, when given, says whether the value is one of the context's.
+  Value lookup(const std::string& name, bool* from_context = nullptr) const {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       auto found = it->find(name);
       if (found != it->end()) return found->second;
     }
     if (context_.is_object()) {
       auto found = context_.find(name);
-      if (found != context_.end()) return Value{*found};
+      if (found != context_.end()) {
+        if (from_context) *from_context = true;
+        return Value{*found};
+      }
     }
     return Value::undef("'" + name + "' is undefined");
   }
@@ -194,10 +198,19 @@ class Renderer {
     return Value::undef(type_name(j) + " object has no " + shown);
   }
 
-  // Every value an expression makes is spent against the render's budget.
+  // Every value an expression makes is spent against the render's budget, but for a variable of
+  // the context: the caller's, not made by the template, read many times by ordinary prompts
+  // (`sandbox_variable_names[name]` in a loop over it).
   Result<Value> eval(const Expr& e) {
-    CODEACT_TRY(auto v, eval_unspent(e));
-    CODEACT_TRY_STATUS(site(e.pos).spend(kStepWeight + json_weight(v.json), "this expression"));
+    bool from_context = false;
+    Value v;
+    if (e.kind == Expr::Kind::kName) {
+      v = lookup(e.name, &from_context);
+    } else {
+      CODEACT_TRY(v, eval_unspent(e));
+    }
+    size_t weight = kStepWeight + (from_context ? 0 : json_weight(v.json) + v.hint.size());
+    CODEACT_TRY_STATUS(site(e.pos).spend(weight, "this expression"));
     return v;
   }
 
@@ -223,7 +236,7 @@ class Renderer {
           return base;
         }
         CODEACT_TRY(auto key, use(index, e.args[1]->pos, "used as an index"));
-        return member(base, key, "item " + python_repr(key));
+        return member(base, key, "item " + short_repr(key));
       }
       case Expr::Kind::kCall: {
         const Expr& callee = *e.args[0];
@@ -363,7 +376,8 @@ class Renderer {
         if (!l.is_string()) {
           return error(e.pos, "'in <string>' requires string as left operand, not " + type_name(l));
         }
-        found = r.get<std::string>().find(l.get<std::string>()) != std::string::npos;
+        found = find_text(r.get_ref<const std::string&>(), l.get_ref<const std::string&>()) !=
+                std::string::npos;
       } else if (r.is_array()) {
         found = std::find(r.begin(), r.end(), l) != r.end();
       } else if (r.is_object()) {

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "codeact/core/strings.hpp"
 #include "template_internal.hpp"
@@ -323,6 +324,22 @@ Error CallSite::too_large(std::string_view what) const {
                ", the most one render may make (does a loop or a filter grow without bound?)");
 }
 
+std::string short_repr(const Json& value) {
+  constexpr size_t kMax = 100;
+  if (value.is_string() && value.get_ref<const std::string&>().size() > kMax) {
+    auto chars = utf8_chars(value.get_ref<const std::string&>().substr(0, kMax));
+    chars.pop_back();  // may be a code point cut in two
+    std::string head;
+    for (const auto& c : chars) head += c;
+    return python_repr(Json(head)) + "...";
+  }
+  if ((value.is_array() || value.is_object()) && json_weight(value) > 4 * kMax) {
+    return std::string(value.is_array() ? "[...]" : "{...}") + " (" + type_name(value) + " of " +
+           std::to_string(value.size()) + ")";
+  }
+  return python_repr(value);
+}
+
 size_t json_weight(const Json& value) {
   constexpr size_t kNode = sizeof(Json);
   switch (value.type()) {
@@ -341,6 +358,14 @@ size_t json_weight(const Json& value) {
     default:
       return kNode;
   }
+}
+
+size_t find_text(std::string_view s, std::string_view part, size_t from) {
+  if (from > s.size()) return std::string::npos;
+  if (part.empty()) return from;
+  const void* at = ::memmem(s.data() + from, s.size() - from, part.data(), part.size());
+  return at == nullptr ? std::string::npos
+                       : static_cast<size_t>(static_cast<const char*>(at) - s.data());
 }
 
 size_t utf8_length(const std::string& s) {

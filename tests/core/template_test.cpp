@@ -396,6 +396,47 @@ TEST(TemplateTest, NestingDeeperThanAHundredIsASyntaxError) {
   EXPECT_EQ(*render_template(ok, Json::object()), "-299");
 }
 
+// Found on review of the budget: ways around it, and an ordinary prompt it stopped.
+TEST(TemplateTest, TheBudgetHasNoWayAroundAndLetsPromptsReadTheContext) {
+  std::string big = "{% set x = 'ab' %}";
+  for (int i = 0; i < 16; ++i) big += "{% set x = x ~ x %}";  // 128 KiB
+  // a missing item's hint no longer holds the whole key
+  auto missing =
+      render_template(big + "{{ {}[x] }}", Json::object(), "t", {.strict_undefined = true});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_LT(missing.error().message().size(), 300u) << missing.error().message();
+  EXPECT_NE(missing.error().message().find("dict object has no item 'ababab"), std::string::npos);
+  // map is charged item by item, and cannot map map (it recursed once per argument)
+  auto mapped =
+      render_template("{{ range(1000) | map('string') | map('list') | map('tojson', 100000) }}",
+                      Json::object(), "t");
+  ASSERT_FALSE(mapped.ok());
+  EXPECT_NE(mapped.error().message().find("would take this render past 16.0 MiB"),
+            std::string::npos)
+      << mapped.error().message();
+  auto maps = render_template("{{ [1] | map('map', 'map', 'upper') }}", Json::object(), "t");
+  ASSERT_FALSE(maps.ok());
+  EXPECT_NE(maps.error().message().find("filter 'map' cannot apply 'map'"), std::string::npos);
+  // searching is linear: a 256 KiB haystack with a 128 KiB needle answers at once
+  EXPECT_EQ(*render_template(big + "{{ (x ~ 'b') in (x ~ x) }} {{ x in (x ~ x) }} "
+                                   "{{ (x ~ x ~ 'c').split(x ~ 'c') | length }}",
+                             Json::object()),
+            "False True 2");
+  // the default prompt lists every sandbox variable, reading the whole map once per name
+  Json vars = Json::object();
+  for (int i = 0; i < 3000; ++i) vars["variable_" + std::to_string(i)] = "DataFrame";
+  auto listed = render_template(
+      "{% for name in sandbox_variable_names %}{{ name }}: {{ sandbox_variable_names[name] }}\n"
+      "{% endfor %}",
+      Json{{"sandbox_variable_names", vars}});
+  ASSERT_TRUE(listed.ok()) << listed.error().message();
+  EXPECT_NE(listed->find("variable_2999: DataFrame\n"), std::string::npos);
+  // NaN equals nothing, also inside a list, and unique keeps it
+  EXPECT_EQ(*render_template("{{ [['nan' | float], [1], [1]] | unique | list | length }}",
+                             Json::object()),
+            "2");
+}
+
 TEST(TemplateTest, WorkWithinTheBudgetRendersAsBefore) {
   std::string big = "{% set x = 'ab' %}";
   for (int i = 0; i < 19; ++i) big += "{% set x = x ~ x %}";  // 1 MiB
