@@ -3,11 +3,13 @@
 // arguments (execv: same process id, stdin, stdout, signals and exit status).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <string_view>
 
 #include "cli_app.hpp"
 
@@ -33,8 +35,24 @@ int exec_full(char** argv) {
   return codeact::core::kExitUnavailable;
 }
 
-// A command of codeact-full: listed in `codeact --help` with its own words; everything after its
-// name, --help included, is codeact-full's to read.
+constexpr std::string_view kHandedOff[] = {"doctor", "run", "worker", "chat", "server"};
+
+// The command word of argv, past the options of codeact itself (--log-level X, --log-level=X,
+// -h, --help); "" when there is none.
+std::string_view command_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--log-level") {
+      ++i;
+    } else if (!arg.starts_with("--log-level=") && arg != "-h" && arg != "--help") {
+      return arg;
+    }
+  }
+  return "";
+}
+
+// A command of codeact-full as `codeact --help` lists it, with its own words. main() hands such a
+// command over before parsing; this callback is a fallback for argv main() did not read that way.
 void add_handed_off(CLI::App& app, const char* name, const char* summary, char** argv,
                     ExitCode& exit) {
   auto* cmd = app.add_subcommand(name, summary);
@@ -46,6 +64,12 @@ void add_handed_off(CLI::App& app, const char* name, const char* summary, char**
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Handed over before CLI11 reads anything, so that codeact-full reads every argument as it
+  // would have (`codeact run -- "-v means verbose"`, `codeact --help run`).
+  std::string_view word = command_word(argc, argv);
+  if (std::find(std::begin(kHandedOff), std::end(kHandedOff), word) != std::end(kHandedOff)) {
+    return exec_full(argv);
+  }
   return run_cli(argc, argv, [argv](CLI::App& app, ExitCode& exit) {
     add_image_commands(app, exit);
     add_sandbox_commands(app, exit);
