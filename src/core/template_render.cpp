@@ -150,20 +150,26 @@ class Renderer {
     return ok_status();
   }
 
-  // `from_context`, when given, says whether the value is one of the context's.
-  Value lookup(const std::string& name, bool* from_context = nullptr) const {
+  Value lookup(const std::string& name) const {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       auto found = it->find(name);
       if (found != it->end()) return found->second;
     }
     if (context_.is_object()) {
       auto found = context_.find(name);
-      if (found != context_.end()) {
-        if (from_context) *from_context = true;
-        return Value{*found};
-      }
+      if (found != context_.end()) return Value{*found};
     }
     return Value::undef("'" + name + "' is undefined");
+  }
+
+  // The context's variable `name` in place, unless a set or loop variable hides it; or nullptr.
+  const Json* context_variable(const std::string& name) const {
+    for (const auto& scope : scopes_) {
+      if (scope.count(name)) return nullptr;
+    }
+    if (!context_.is_object()) return nullptr;
+    auto found = context_.find(name);
+    return found != context_.end() ? &*found : nullptr;
   }
 
   Result<Args> eval_args(const Expr& e, size_t first) {
@@ -179,38 +185,88 @@ class Renderer {
     return args;
   }
 
-  Value member(const Value& base, const Json& key, const std::string& shown) const {
-    const Json& j = base.json;
+  // A dict's member or a list's item, in place; nullptr when there is none (or when it would be
+  // made: a string's character).
+  static const Json* item_of(const Json& j, const Json& key) {
     if (j.is_object() && key.is_string()) {
-      auto found = j.find(key.get<std::string>());
-      if (found != j.end()) return Value{*found};
-    } else if ((j.is_array() || j.is_string()) &&
-               (key.is_number_integer() || key.is_number_unsigned())) {
-      int64_t i = key.get<int64_t>();
-      if (j.is_array()) {
-        int64_t size = static_cast<int64_t>(j.size());
-        if (i < 0) i += size;
-        if (i >= 0 && i < size) return Value{j[static_cast<size_t>(i)]};
-      } else if (auto c = utf8_char_at(j.get_ref<const std::string&>(), i)) {
-        return Value{Json(*c)};
+      auto found = j.find(key.get_ref<const std::string&>());
+      return found != j.end() ? &*found : nullptr;
+    }
+    if (j.is_array() && (key.is_number_integer() || key.is_number_unsigned())) {
+      auto i = signed_int(key);
+      auto size = static_cast<int64_t>(j.size());
+      if (!i) return nullptr;
+      int64_t at = *i < 0 ? *i + size : *i;
+      return at >= 0 && at < size ? &j[static_cast<size_t>(at)] : nullptr;
+    }
+    return nullptr;
+  }
+
+  Value member(const Json& j, const Json& key, const std::string& shown) const {
+    if (const Json* found = item_of(j, key)) return Value{*found};
+    if (j.is_string() && (key.is_number_integer() || key.is_number_unsigned())) {
+      if (auto i = signed_int(key)) {
+        if (auto c = utf8_char_at(j.get_ref<const std::string&>(), *i)) return Value{Json(*c)};
       }
     }
     return Value::undef(type_name(j) + " object has no " + shown);
   }
 
-  // Every value an expression makes is spent against the render's budget, but for a variable of
-  // the context: the caller's, not made by the template, read many times by ordinary prompts
-  // (`sandbox_variable_names[name]` in a loop over it).
-  Result<Value> eval(const Expr& e) {
-    bool from_context = false;
-    Value v;
+  // A value read in place (part of the context, which does not change while rendering), or one
+  // evaluated. A prompt reads `sandbox_variable_names[name]` once per variable; a copy of the
+  // whole map each time would make that quadratic.
+  struct Operand {
+    Value value;                     // when not in place
+    const Json* in_place = nullptr;  // points into context_
+    const Json& json() const { return in_place ? *in_place : value.json; }
+  };
+
+  // `x`, `x.a`, `x[k]`: in place when x is the context's, else evaluated (and spent as such).
+  Result<Operand> operand(const Expr& e) {
     if (e.kind == Expr::Kind::kName) {
-      v = lookup(e.name, &from_context);
-    } else {
-      CODEACT_TRY(v, eval_unspent(e));
+      if (const Json* found = context_variable(e.name)) {
+        CODEACT_TRY_STATUS(site(e.pos).spend(kStepWeight, "this expression"));
+        return Operand{{}, found};
+      }
+    } else if (e.kind == Expr::Kind::kAttr || e.kind == Expr::Kind::kIndex) {
+      CODEACT_TRY(auto read, access(e));
+      size_t weight = kStepWeight;
+      if (!read.in_place) weight += json_weight(read.value.json) + read.value.hint.size();
+      CODEACT_TRY_STATUS(site(e.pos).spend(weight, "this expression"));
+      return read;
     }
-    size_t weight = kStepWeight + (from_context ? 0 : json_weight(v.json) + v.hint.size());
-    CODEACT_TRY_STATUS(site(e.pos).spend(weight, "this expression"));
+    CODEACT_TRY(auto v, eval(e));
+    return Operand{std::move(v)};
+  }
+
+  // `x.a` or `x[k]` (an Expr kAttr or kIndex).
+  Result<Operand> access(const Expr& e) {
+    CODEACT_TRY(auto base, operand(*e.args[0]));
+    Value index;
+    if (e.kind == Expr::Kind::kIndex) {
+      CODEACT_TRY(index, eval(*e.args[1]));
+    }
+    if (!base.in_place && base.value.undefined) {
+      if (strict_) return error(e.pos, base.value.hint);
+      return base;
+    }
+    Json key = Json(e.name);
+    std::string shown = "attribute '" + e.name + "'";
+    if (e.kind == Expr::Kind::kIndex) {
+      CODEACT_TRY(key, use(index, e.args[1]->pos, "used as an index"));
+      shown = "item " + short_repr(key);
+    }
+    if (base.in_place) {
+      if (const Json* found = item_of(*base.in_place, key)) return Operand{{}, found};
+    }
+    return Operand{member(base.json(), key, shown)};
+  }
+
+  // Every value an expression makes is spent against the render's budget.
+  Result<Value> eval(const Expr& e) {
+    CODEACT_TRY(auto v, eval_unspent(e));
+    CODEACT_TRY_STATUS(
+        site(e.pos).spend(kStepWeight + json_weight(v.json) + v.hint.size(), "this expression"));
     return v;
   }
 
@@ -220,23 +276,11 @@ class Renderer {
         return Value{e.literal};
       case Expr::Kind::kName:
         return lookup(e.name);
-      case Expr::Kind::kAttr: {
-        CODEACT_TRY(auto base, eval(*e.args[0]));
-        if (base.undefined) {
-          if (strict_) return error(e.pos, base.hint);
-          return base;
-        }
-        return member(base, Json(e.name), "attribute '" + e.name + "'");
-      }
+      case Expr::Kind::kAttr:
       case Expr::Kind::kIndex: {
-        CODEACT_TRY(auto base, eval(*e.args[0]));
-        CODEACT_TRY(auto index, eval(*e.args[1]));
-        if (base.undefined) {
-          if (strict_) return error(e.pos, base.hint);
-          return base;
-        }
-        CODEACT_TRY(auto key, use(index, e.args[1]->pos, "used as an index"));
-        return member(base, key, "item " + short_repr(key));
+        CODEACT_TRY(auto read, access(e));
+        if (read.in_place) return Value{*read.in_place};
+        return std::move(read.value);
       }
       case Expr::Kind::kCall: {
         const Expr& callee = *e.args[0];
