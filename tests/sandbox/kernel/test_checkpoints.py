@@ -4,6 +4,8 @@ imports it in another sandbox; retention and garbage collection keep what is ref
 
 import json
 import os
+import re
+import subprocess
 
 import pytest
 
@@ -357,3 +359,49 @@ def test_files_with_the_same_content_are_separate_files_in_a_fork(kernel_factory
     e = p.ok("checkpoints.export", at=1, name="dup")
     out = os.path.join(e["path"], "output")
     assert os.stat(os.path.join(out, "a.txt")).st_ino != os.stat(os.path.join(out, "b.txt")).st_ino
+
+
+def test_a_full_disk_drops_the_oldest_checkpoints_to_make_room(kernel_factory, base_dir):
+    # The storage on a 12 MiB tmpfs; each cell replaces a 2 MiB array (random: nothing shared),
+    # so the checkpoints kept under the default budget soon fill it.
+    pytest.importorskip("numpy")
+    storage = os.path.join(base_dir, "storage")
+    os.makedirs(storage)
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs",
+                                            storage], capture_output=True).returncode != 0:
+        pytest.skip("needs root and tmpfs mounts (a small filesystem to fill)")
+    k = None
+    try:
+        k = kernel_factory(env={"CODEACT_STATE_CHUNK_BYTES": str(1 << 20)})
+        c = k.client()
+        ok(c, "import numpy as np")
+        notices = []
+        for i in range(1, 9):
+            r = ok(c, "a = np.random.default_rng(%d).random(2 * 2**20 // 8)\nseed = %d" % (i, i))
+            assert "persist_error" not in r, (i, r)  # every cell is saved
+            if "the disk was full" in (r.get("notice") or ""):
+                notices.append(r["notice"])
+        assert notices, "the disk never filled: the test proves nothing"
+        # The oldest go first (1 first of all), and the cell says which.
+        assert re.match(r"the disk was full: checkpoints? 1\b.* dropped to make room$",
+                        notices[0]), notices
+        kept = [cp["n"] for cp in history(c)["checkpoints"]]
+        assert kept[-1] == 9 and 1 not in kept, kept
+        # Every kept checkpoint still restores, and the last one survives a restart.
+        for n in kept:
+            client_seed = n - 1  # cell n set seed n-1 (cell 1 imported numpy)
+            if client_seed < 1:
+                continue
+            c.ok("rewind", to=n)
+            want = "np.random.default_rng(%d).random(4).tolist()" % client_seed
+            assert ok(c, "a[:4].tolist() == %s, seed" % want)["result"] == \
+                "(True, %d)" % client_seed
+        c.ok("rewind", to=kept[-1])
+        k.restart()
+        c = k.client()
+        assert c.ok("hello")["restore_errors"] == []
+        assert ok(c, "seed")["result"] == "8"
+    finally:
+        if k is not None:
+            k.stop()  # before the unmount
+        subprocess.run(["umount", "-l", storage])

@@ -294,6 +294,8 @@ Persistence (workspace/state)
     files of unchanged values, and a file goes only when neither the manifest nor a kept record
     references it. Retention: CODEACT_CHECKPOINTS (all | N), CODEACT_CHECKPOINT_BUDGET (bytes
     the records other than the current one may hold on their own); the current one is kept.
+    A commit that meets a full disk drops the older half of the other records and is tried
+    again, until it fits or none is left (StateStore.commit; the reply's notice names them).
     At start-up records above last_checkpoint (a commit that did not finish) are deleted and an
     unreadable one is moved aside (reported in lost); state/exports/ is emptied.
     Test hooks: CODEACT_TEST_CRASH_BEFORE_COMMIT=1 / CODEACT_TEST_CRASH_AFTER_COMMIT=1 exit with

@@ -10,6 +10,7 @@ import time
 
 from . import cgroups, forks, process_tree
 from .call_journal import CallJournal
+from .checkpoints import number_ranges
 from .log import log
 from .namespace import code_names
 from .output_capture import DEFAULT_MAX_OUTPUT, CellOutput
@@ -197,6 +198,15 @@ class Cells:
             if t_save is not None:
                 self._note_save(reply, t_save)
                 reply["checkpoint"] = self.store.log.next_number()  # the one this commit makes
+                dropped = self.store.dropped_for_room
+                if dropped:  # said once, also when a retry of the commit calls this again
+                    text = ("the disk was full: checkpoint%s %s dropped to make room"
+                            % ("s" if len(dropped) > 1 else "", number_ranges(dropped)))
+                    notice = reply.get("notice") or ""
+                    if "the disk was full: checkpoint" in notice:
+                        notice = notice[:notice.index("the disk was full: checkpoint")]
+                        notice = notice[:-2] if notice.endswith("; ") else notice
+                    reply["notice"] = "%s; %s" % (notice, text) if notice else text
             return (exec_id, reply) if exec_id else None
 
         if self.persistence and persist:

@@ -179,7 +179,7 @@ class CheckpointLog:
         if n not in self.summaries:
             kept = sorted(self.summaries)
             raise OpError("NotFound", "there is no checkpoint %d (kept: %s)" % (
-                n, _ranges(kept) if kept else "none"))
+                n, number_ranges(kept) if kept else "none"))
         path = os.path.join(self.dir, "%d.json" % n)
         try:
             with open(path, "rb") as f:
@@ -238,6 +238,16 @@ class CheckpointLog:
             freed |= self.drop(order.pop(0))
         return freed
 
+    def drop_oldest_half(self):
+        """For room on a full disk: drops the older half (at least one) of the records other
+        than the current one. Returns (the numbers dropped, the paths no record references any
+        more); no numbers when there was nothing to drop."""
+        order = sorted(n for n in self.summaries if n != self.current)
+        dropped, freed = order[:max(1, len(order) // 2)] if order else [], set()
+        for n in dropped:
+            freed |= self.drop(n)
+        return dropped, freed
+
     def _held_bytes(self):
         """Bytes of the files only records other than the current one reference."""
         current = self.refs.get(self.current, set())
@@ -268,7 +278,7 @@ class CheckpointLog:
         return freed
 
 
-def _ranges(nums):
+def number_ranges(nums):
     """[1, 2, 3, 7] -> "1-3, 7"."""
     out, start, prev = [], None, None
     for n in nums + [None]:

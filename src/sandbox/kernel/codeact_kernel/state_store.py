@@ -5,6 +5,7 @@ share one pickle, so identity survives a restore), big arrays as chunks (array_c
 manifest as the single commit point, the commit after every cell, the restore at start-up, and
 the execution records committed with the state. Main thread only."""
 
+import errno
 import json
 import os
 import sys
@@ -16,6 +17,7 @@ from .array_chunks import (ArrayChunks, ChunkUse, SnapshotWriteError, chunk_byte
                            chunked_array)
 from .atomic_files import fsync_dir, unlink_quiet, write_all, write_atomic
 from .checkpoints import CheckpointLog, record_refs
+from .log import log
 from .protocol import OpError, encode
 from .shared_objects import WALK_BUDGET, SharingIndex, components, reach_all
 from .values import kind as kind_of, short, type_name
@@ -253,6 +255,7 @@ class StateStore:
         self.chunks = ArrayChunks(state_dir, chunk_bytes_from_env(), fsync)
         self.sharing = SharingIndex()  # what each saved name reached at its last save/restore
         self.last_saves = []  # [GroupSave] of the last commit
+        self.dropped_for_room = []  # checkpoints the last commit dropped for room on a full disk
         self.log = CheckpointLog(state_dir, fsync)  # every commit's checkpoint
         self.blobs_dir = os.path.join(state_dir, "blobs")
         self.tree = {}  # the /output tree of the current checkpoint (output_tree.py)
@@ -515,6 +518,40 @@ class StateStore:
         return None
 
     def commit(self, ns, user, seq, candidates, make_record=None, output=None):
+        """_commit_once, and when the disk is full, again after dropping the older half of the
+        checkpoints other than the current one (what only they held is deleted, with the object
+        files the failed attempt wrote), until it fits or none is left to drop; then the disk's
+        error is raised. dropped_for_room lists the checkpoints dropped (make_record sees it)."""
+        self.dropped_for_room = []
+        while True:
+            try:
+                return self._commit_once(ns, user, seq, candidates, make_record, output)
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                dropped, freed = self.log.drop_oldest_half()
+                if not dropped:
+                    raise
+                self.dropped_for_room += dropped
+                log("codeact-kernel: the disk is full; dropped checkpoints %s to make room"
+                    % ", ".join(map(str, dropped)))
+                self.delete_unused(freed)
+                self._remove_unreferenced_objects()
+
+    def _remove_unreferenced_objects(self):
+        """Deletes the object files neither the manifest nor a kept checkpoint references (what
+        a failed commit wrote)."""
+        keep = {e.get("file") for e in self.entries.values() if e.get("file")}
+        try:
+            names = os.listdir(self.objects_dir)
+        except OSError:
+            return
+        for fn in names:
+            rel = "objects/" + fn
+            if rel not in keep and not self.log.holds(rel):
+                unlink_quiet(os.path.join(self.objects_dir, fn))
+
+    def _commit_once(self, ns, user, seq, candidates, make_record=None, output=None):
         """Writes the snapshot for cell seq, and its checkpoint. candidates: names to examine
         besides new and rebound ones. make_record(not_persisted) returns (execution_id, reply
         payload) or None; it is called once the objects are written, so the recorded reply can
