@@ -56,7 +56,8 @@ Result<std::string> replace_all(const std::string& s, const std::string& from,
     ++n;
   }
   size_t size = s.size() - n * from.size();
-  if (size > kRenderBudgetBytes || (!to.empty() && n > (kRenderBudgetBytes - size) / to.size()))
+  const size_t left = site.budget.left();
+  if (size > left || (!to.empty() && n > (left - size) / to.size()))
     return site.too_large("this replace");
   size += n * to.size();
   CODEACT_TRY_STATUS(site.spend(size, "this replace"));
@@ -102,7 +103,7 @@ Result<int64_t> int_arg(const Value* v, int64_t fallback, const std::string& wha
 Result<std::string> indent_text(const std::string& s, const std::string& pad, bool first,
                                 bool blank, const CallSite& site) {
   size_t lines = 1 + static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
-  if (!pad.empty() && lines > kRenderBudgetBytes / pad.size()) return site.too_large("this indent");
+  if (!pad.empty() && lines > site.budget.left() / pad.size()) return site.too_large("this indent");
   CODEACT_TRY_STATUS(site.spend(s.size() + lines * pad.size(), "this indent"));
   std::string out;
   size_t start = 0;
@@ -158,7 +159,7 @@ Result<Value> apply_filter(const std::string& name, Value input, const Args& arg
     CODEACT_TRY(auto items, iterate(v, site));
     std::string out;
     std::string separator = sep ? str_of(*sep) : "";
-    if (!separator.empty() && items.size() > kRenderBudgetBytes / separator.size())
+    if (!separator.empty() && items.size() > site.budget.left() / separator.size())
       return site.too_large("this join");
     CODEACT_TRY_STATUS(site.spend(separator.size() * items.size(), "this join"));
     for (size_t i = 0; i < items.size(); ++i) {

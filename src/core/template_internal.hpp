@@ -129,18 +129,18 @@ struct Value {
   }
 };
 
-// What one render may make in all, so that a template that grows without bound (a loop that
-// doubles a string, `indent(2147483647)`, a join with a huge separator, loops in loops) ends in an
-// error instead of taking the machine's memory or time. Counted in bytes of the text and values
-// it makes: every evaluated expression as kStepWeight plus its value's json_weight, every printed
-// text, every loop pass as kStepWeight plus the json_weight of its `loop` variable (about
-// 360); so a render takes at most 16 MiB / 64 = 262144 steps, and under 40000 loop passes.
-// A prompt listing a thousand tools uses a few MiB.
-inline constexpr size_t kRenderBudgetBytes = size_t{16} << 20;
+// What one render may make in all (TemplateOptions::render_budget_bytes), so that a template
+// that grows without bound (a loop that doubles a string, `indent(2147483647)`, a join with a huge
+// separator, loops in loops) ends in an error instead of taking the machine's memory or time.
+// Counted in bytes of the text and values it makes: every evaluated expression as kStepWeight
+// plus its value's json_weight, every printed text, every loop pass as kStepWeight plus the
+// json_weight of its `loop` variable (about 360); so 16 MiB is at most 262144 steps and under
+// 40000 loop passes. A prompt listing a thousand tools uses a few MiB.
 inline constexpr size_t kStepWeight = 64;
 
 class RenderBudget {
  public:
+  explicit RenderBudget(size_t total) : total_(total), left_(total) {}
   // Spends `bytes`; false, spending nothing, when that is more than is left.
   bool spend(size_t bytes) {
     if (bytes > left_) return false;
@@ -148,9 +148,11 @@ class RenderBudget {
     return true;
   }
   size_t left() const { return left_; }
+  size_t total() const { return total_; }
 
  private:
-  size_t left_ = kRenderBudgetBytes;
+  size_t total_;
+  size_t left_;
 };
 
 // Bytes a value takes, roughly: what spending it against a RenderBudget counts.

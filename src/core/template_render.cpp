@@ -504,7 +504,7 @@ class Renderer {
   const Program& program_;
   const Json& context_;
   bool strict_;
-  RenderBudget budget_;
+  RenderBudget budget_{program_.options.render_budget_bytes};
   std::vector<std::map<std::string, Value>> scopes_;
 };
 

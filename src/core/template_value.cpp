@@ -320,7 +320,7 @@ Status CallSite::spend(size_t bytes, std::string_view what) const {
 
 Error CallSite::too_large(std::string_view what) const {
   return error(std::string(what) + " would take this render past " +
-               byte_size_text(static_cast<int64_t>(kRenderBudgetBytes)) +
+               byte_size_text(static_cast<int64_t>(budget.total())) +
                ", the most one render may make (does a loop or a filter grow without bound?)");
 }
 

@@ -437,6 +437,19 @@ TEST(TemplateTest, TheBudgetHasNoWayAroundAndLetsPromptsReadTheContext) {
             "2");
 }
 
+TEST(TemplateTest, TheBudgetIsAnOption) {
+  TemplateOptions small;
+  small.render_budget_bytes = 4096;
+  auto r =
+      render_template("{% for i in range(100) %}{{ i }}{% endfor %}", Json::object(), "t", small);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(),
+            "template \"t\": line 1, column 1: this loop would take this render past 4.0 KiB, the "
+            "most one render may make (does a loop or a filter grow without bound?)");
+  EXPECT_EQ(render_template("{% for i in range(100) %}{{ i }}{% endfor %}", Json::object())->size(),
+            190u);
+}
+
 TEST(TemplateTest, WorkWithinTheBudgetRendersAsBefore) {
   std::string big = "{% set x = 'ab' %}";
   for (int i = 0; i < 19; ++i) big += "{% set x = x ~ x %}";  // 1 MiB

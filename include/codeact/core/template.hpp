@@ -36,6 +36,12 @@ struct TemplateOptions {
   // jinja2's keep_trailing_newline: when false, one trailing newline of the source is dropped.
   // Default: false (as jinja2.Template).
   bool keep_trailing_newline = false;
+  // What one render may make in all: every printed text, 64 bytes per evaluated expression plus
+  // the value it makes, 64 bytes per loop pass plus its `loop` variable. Going past it is an
+  // InvalidArgument naming the place that grows ("this indent would take this render past
+  // 16.0 MiB ..."), so a template cannot take the machine's memory or time (docs/templates.md,
+  // "Limits"). Default: 16 MiB, a few times what a prompt listing a thousand tools makes.
+  size_t render_budget_bytes = size_t{16} << 20;
 };
 
 namespace template_internal {
