@@ -121,9 +121,11 @@ class SandboxManager final : public SandboxBackend {
   core::Result<CheckpointHistory> history(const std::string& id) override;
   core::Result<RewindResult> rewind(const std::string& id, int64_t to,
                                     const std::string& execution_id = "") override;
-  // The source's checkpoint is exported by its kernel (hard links), copied out and into the new
-  // sandbox's volume through the Docker archive API, and imported by the new kernel; installed
-  // Python packages go along. A fork that fails after starting the new sandbox removes it.
+  // The source's checkpoint is exported by its kernel (hard links), copied from the source's
+  // volume into the new sandbox's by a short-lived container in the Docker engine (nothing
+  // passes through this process), and imported by the new kernel; installed Python packages go
+  // along. A source without a volume is FailedPrecondition. A fork that fails after starting the
+  // new sandbox removes it.
   core::Result<ForkResult> fork(const std::string& id, int64_t at,
                                 const std::string& new_id) override;
   // The options a sandbox was started with (read from its container's labels).
