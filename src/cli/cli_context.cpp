@@ -8,6 +8,7 @@
 #include "codeact/core/config.hpp"
 #include "codeact/core/strings.hpp"
 #include "codeact/sandbox/docker_client.hpp"
+#include "codeact/sandbox/host_id.hpp"
 
 namespace codeact::cli {
 
@@ -16,11 +17,13 @@ int report(const core::Error& error) {
   return core::exit_code(error.code());
 }
 
-core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager(
-    const std::string& config_path) {
+core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager(const std::string& config_path,
+                                                                    const std::string& host_id) {
   CODEACT_TRY(auto docker, sandbox::DockerClient::create());
   CODEACT_TRY_STATUS(docker->ping());
   sandbox::SandboxManagerOptions options;
+  options.host_id = host_id.empty() ? sandbox::default_host_id() : host_id;
+  CODEACT_TRY_STATUS(sandbox::validate_host_id(options.host_id));
   options.progress = [](std::string_view line) { std::cerr << "  " << line << "\n"; };
   // `sandbox.disk` of app_conf.yml, when there is one.
   auto path = core::find_config_file("app_conf.yml", "APP_CONFIG_PATH", config_path);

@@ -24,8 +24,9 @@ int report(const core::Error& error);
 
 // A Docker client and sandbox manager; progress of a first-use image build goes to stderr. The
 // `sandbox:` section of app_conf.yml (`config_path`, else the usual search) sets its defaults.
+// The containers it makes are labelled with `host_id` ("" = durable::default_host_id()).
 core::Result<std::shared_ptr<sandbox::SandboxManager>> make_manager(
-    const std::string& config_path = "");
+    const std::string& config_path = "", const std::string& host_id = "");
 
 // Where each subcommand stores the status it exits with.
 struct ExitCode {

@@ -10,8 +10,11 @@
 #include "codeact/core/config.hpp"
 #include "codeact/core/subprocess.hpp"
 #include "codeact/durable/endpoint.hpp"
+#include "codeact/durable/runner.hpp"
+#include "codeact/durable/sandbox_host.hpp"
 #include "codeact/llm/local_model.hpp"
 #include "codeact/sandbox/docker_client.hpp"
+#include "codeact/sandbox/host_id.hpp"
 #include "codeact/sandbox/image_builder.hpp"
 #include "codeact/temporal/dev_server.hpp"
 
@@ -104,6 +107,22 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
                        *core::getenv_string("NFS_PATH")));
       }
     }
+    // Where this machine's sandboxes live among several hosts (docs/deploy.md).
+    const std::string host = sandbox::default_host_id();
+    if (auto valid = sandbox::validate_host_id(host); !valid.ok()) {
+      bad(valid.error().message(), "set CODEACT_HOST_ID, or pass --host-id to `codeact worker`");
+    } else {
+      ok(fmt::format("host id {} (a worker here takes its sandboxes' work from task queue {})",
+                     host, durable::host_task_queue(durable::default_task_queue(), host)));
+    }
+    const bool nfs = core::getenv_string("VOLUME_DRIVER").value_or("") == "nfs";
+    warn(nfs ? "storage: NFS volumes, reachable from every host"
+             : "storage: this host's local Docker volumes",
+         std::string(nfs ? "failover to another host is not built yet: "
+                         : "failover is not possible: ") +
+             "a run whose sandbox's host is lost fails after "
+             "durable.activities.host_timeout_seconds (default 60) and says so; a run pinned "
+             "to the host (`codeact run --host`) goes on when it is back (docs/deploy.md)");
     // The model `codeact run` would use without --model.
     if (auto builder = codeact::AgentBuilder::load(); !builder.ok()) {
       bad("agent config: " + builder.error().message(),

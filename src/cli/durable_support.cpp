@@ -25,6 +25,10 @@ void add_durable_flags(CLI::App* cmd, DurableFlags& flags, bool hosts_worker_opt
                   "embedded dev server is started or reused)");
   cmd->add_option("--task-queue", flags.task_queue,
                   "Temporal task queue (default: $TASK_QUEUE, else codeact)");
+  cmd->add_option("--host-id", flags.host_id,
+                  "This machine's host id for the worker this process runs: the sandboxes it "
+                  "starts live on this Docker engine, and their work comes to it through task "
+                  "queue QUEUE@ID (default: $CODEACT_HOST_ID, else the host name; docs/deploy.md)");
   if (hosts_worker_optionally) {
     cmd->add_flag(
         "--no-worker", flags.no_worker,
@@ -61,8 +65,9 @@ core::Result<std::unique_ptr<DurableSession>> open_session(const DurableFlags& f
     o.task_queue = task_queue_of(flags);
     o.temporal = flags.temporal;
     o.builder = builder;
+    o.host_id = flags.host_id;
     o.progress = say;
-    CODEACT_TRY(o.backend, make_manager(builder.config.source));
+    CODEACT_TRY(o.backend, make_manager(builder.config.source, flags.host_id));
     auto runner = durable::CodeActWorkerRunner::create(std::move(o));
     if (!runner.ok()) return explain(runner.error());
     session->worker = std::move(*runner);

@@ -23,9 +23,10 @@ struct DurableFlags {
   std::string temporal;    // --temporal HOST:PORT
   std::string task_queue;  // --task-queue ("" = $TASK_QUEUE, else "codeact")
   bool no_worker = false;  // --no-worker: leave the work to `codeact worker` processes
+  std::string host_id;     // --host-id of the worker this process hosts ("" = the default)
 };
 
-// Adds --temporal and --task-queue (and --no-worker when `hosts_worker_optionally`).
+// Adds --temporal, --task-queue and --host-id (and --no-worker when `hosts_worker_optionally`).
 void add_durable_flags(CLI::App* cmd, DurableFlags& flags, bool hosts_worker_optionally);
 std::string task_queue_of(const DurableFlags& flags);
 

@@ -47,7 +47,9 @@ void LiveView::show_json(const core::Json& j) {
       }
     }
   } else if (kind == "sandbox") {
-    out_ << fmt::format("── sandbox {}{}\n", core::json_string(j, "sandbox_id"),
+    const std::string host = core::json_string(j, "host");
+    out_ << fmt::format("── sandbox {}{}{}\n", core::json_string(j, "sandbox_id"),
+                        host.empty() ? "" : " on host " + host,
                         core::json_bool(j, "resumed") ? " (resumed with its state)" : "");
     out_.flush();
   } else if (kind == "cancelled") {

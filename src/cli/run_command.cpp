@@ -20,6 +20,7 @@
 #include "codeact/core/cancel.hpp"
 #include "codeact/core/json.hpp"
 #include "codeact/mcp/server_config.hpp"
+#include "codeact/sandbox/host_id.hpp"
 #include "durable_support.hpp"
 #include "live_view.hpp"
 
@@ -50,6 +51,7 @@ struct RunFlags {
   bool remove_volume = false;
   int64_t max_requests = 50;
   double cell_timeout = 120;
+  std::string host;  // --host: the worker host to start the sandbox on
   DurableFlags durable;
 };
 
@@ -113,6 +115,7 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder,
   in.usage_limits = limits;
   in.tools.default_timeout_seconds = f.cell_timeout;
   in.activities = *policies;
+  in.host = f.host;
 
   const std::string queue = task_queue_of(f.durable);
   const std::string workflow_id = f.workflow_id.empty() ? "run-" + random_hex() : f.workflow_id;
@@ -255,8 +258,13 @@ int run(const RunFlags& f) {
   // The model was resolved above; give the builder the same name so the run uses it.
   builder->model = *model_name;
   if (!f.no_durable) return run_durable(f, *builder, *model_name);
+  if (!f.host.empty()) {
+    std::cerr << "codeact: --host places the sandbox of a durable run; with --no-durable the "
+                 "sandbox runs on this machine's Docker engine\n";
+    return kExitUsage;
+  }
 
-  auto manager = make_manager(f.config);
+  auto manager = make_manager(f.config, f.durable.host_id);
   if (!manager.ok()) return report(manager.error());
 
   std::ostream& live = f.json ? std::cerr : std::cout;
@@ -339,6 +347,14 @@ void add_run_command(CLI::App& app, ExitCode& exit) {
                 "Run the agent loop in this process instead of as a Temporal workflow (no crash "
                 "recovery of the run; the sandbox's state still survives)");
   add_durable_flags(cmd, f->durable, true);
+  cmd->add_option("--host", f->host,
+                  "Start the sandbox on this host (a worker's --host-id) instead of on the host "
+                  "of the first worker that takes it; with the same --workflow-id, resumes a "
+                  "sandbox left there")
+      ->check([](const std::string& v) {
+        auto ok = sandbox::validate_host_id(v);
+        return ok.ok() ? std::string() : ok.error().message();
+      });
   cmd->add_option("--config", f->config, "app_conf.yml to use");
   cmd->add_option("--prompts", f->prompts, "agent_prompts.yml to use");
   cmd->add_flag("--json", f->json,

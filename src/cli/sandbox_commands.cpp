@@ -585,12 +585,12 @@ void add_sandbox_commands(CLI::App& app, ExitCode& exit) {
           print_json(arr);
           return kExitOk;
         }
-        std::cout << fmt::format("{:<24} {:<10} {:<8} {:<6} {}\n", "ID", "STATUS", "NETWORK",
-                                 "DISK", "IMAGE");
+        std::cout << fmt::format("{:<24} {:<10} {:<16} {:<8} {:<6} {}\n", "ID", "STATUS", "HOST",
+                                 "NETWORK", "DISK", "IMAGE");
         for (const auto& s : *r) {
-          std::cout << fmt::format("{:<24} {:<10} {:<8} {:<6} {}\n", s.id, s.status,
-                                   s.network ? "yes" : "no", s.disk.empty() ? "-" : s.disk,
-                                   s.image);
+          std::cout << fmt::format("{:<24} {:<10} {:<16} {:<8} {:<6} {}\n", s.id, s.status,
+                                   s.host.empty() ? "-" : s.host, s.network ? "yes" : "no",
+                                   s.disk.empty() ? "-" : s.disk, s.image);
         }
         return kExitOk;
       });

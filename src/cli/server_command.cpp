@@ -58,7 +58,7 @@ int run_server(const ServerFlags& f) {
   }
   auto policies = activity_policies(*builder);
   if (!policies.ok()) return report(policies.error());
-  auto manager = make_manager(f.config);
+  auto manager = make_manager(f.config, f.durable.host_id);
   if (!manager.ok()) return report(manager.error());
   auto session = open_session(f.durable, *builder, !f.durable.no_worker);
   if (!session.ok()) return report(session.error());

@@ -19,6 +19,8 @@
 #include "cli_context.hpp"
 #include "codeact/core/json.hpp"
 #include "codeact/durable/chat_fork.hpp"
+#include "codeact/durable/sandbox_host.hpp"
+#include "codeact/sandbox/host_id.hpp"
 #include "durable_support.hpp"
 #include "stop_signals.hpp"
 
@@ -42,8 +44,9 @@ int run_worker(const WorkerFlags& f) {
   o.config_path = f.config;
   o.prompts_path = f.prompts;
   o.model = f.model;
+  o.host_id = f.durable.host_id;
   o.progress = [](const std::string& line) { std::cerr << "[codeact] " << line << "\n"; };
-  auto manager = make_manager(f.config);
+  auto manager = make_manager(f.config, f.durable.host_id);
   if (!manager.ok()) return report(manager.error());
   o.backend = *manager;
   auto runner = durable::CodeActWorkerRunner::create(std::move(o));
@@ -53,10 +56,13 @@ int run_worker(const WorkerFlags& f) {
   auto model = codeact::resolve_model_name((*runner)->env().builder);
   std::cerr << fmt::format(
       "[codeact] worker polling task queue {} at {} — workflows {}, {}, {}; default model {}\n"
+      "[codeact] host {}: the sandboxes it starts run on this Docker engine, and their work "
+      "comes through task queue {}\n"
       "[codeact] Ctrl-C or SIGTERM stops it (running activities get 30 s to finish)\n",
       (*runner)->task_queue(), (*runner)->endpoint().address, durable::kTaskWorkflow,
       durable::kChatWorkflow, durable::kSimpleAgentWorkflow,
-      model.ok() ? *model : "(none: " + model.error().message() + ")");
+      model.ok() ? *model : "(none: " + model.error().message() + ")", (*runner)->host_id(),
+      durable::host_task_queue((*runner)->task_queue(), (*runner)->host_id()));
   std::cerr << "[codeact] " << StopSignals::describe(stop.wait()) << ": stopping the worker\n";
   (*runner)->shutdown(std::chrono::seconds(30));
   return kExitOk;
@@ -75,6 +81,7 @@ struct ChatFlags {
   double idle_timeout = 3600;
   std::string fork;  // a chat to fork
   int turn = 0;      // its turn to fork at (0: after the last)
+  std::string host;  // --host: the worker host to start the sandbox on
 };
 
 // The input of a chat forking `f.fork` at `f.turn` (durable/chat_fork.hpp), read from the source's
@@ -148,6 +155,7 @@ int run_chat(const ChatFlags& f) {
   in.base.mcp_servers = f.mcp_servers;
   in.base.network = f.network;
   in.base.activities = *policies;
+  in.base.host = f.host;
   const std::string id = f.workflow_id.empty() ? "chat-" + random_hex() : f.workflow_id;
   if (!f.fork.empty()) {
     auto forked = forked_chat(client, f, id);
@@ -260,6 +268,13 @@ void add_worker_commands(CLI::App& app, ExitCode& exit) {
                 "An MCP server of app_conf.yml whose tools cells may call (repeatable)")
       ->allow_extra_args(false);
   c->add_flag("--network", cf->network, "Give the sandbox network access");
+  c->add_option("--host", cf->host,
+                "Start the sandbox on this host (a worker's --host-id; a fork starts beside its "
+                "source's sandbox)")
+      ->check([](const std::string& v) {
+        auto ok = sandbox::validate_host_id(v);
+        return ok.ok() ? std::string() : ok.error().message();
+      });
   c->add_option("--idle-timeout", cf->idle_timeout,
                 "End the chat after this many seconds without a message")
       ->check(CLI::PositiveNumber)

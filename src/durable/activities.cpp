@@ -106,7 +106,8 @@ CodeActActivities::~CodeActActivities() = default;
 
 Result<SandboxStartOutput> CodeActActivities::sandbox_start(const SandboxStartInput& in) {
   CODEACT_TRY(auto started, codeact::start_sandbox(*state_->env->backend, in.plan));
-  return SandboxStartOutput{in.plan.sandbox_id, started.resumed, started.volume};
+  return SandboxStartOutput{in.plan.sandbox_id, started.resumed, started.volume,
+                            state_->env->host_id};
 }
 
 Result<SandboxFilesOutput> CodeActActivities::sandbox_files(const SandboxFilesInput& in) {
@@ -246,7 +247,11 @@ Result<Json> CodeActActivities::call(const std::string& name, const Json& input,
 
 void register_codeact(temporal::Worker& worker, std::shared_ptr<WorkerEnv> env) {
   for (auto& [name, fn] : workflow_functions()) worker.register_workflow(name, fn);
-  auto activities = std::make_shared<CodeActActivities>(std::move(env));
+  register_codeact_activities(worker, std::make_shared<CodeActActivities>(std::move(env)));
+}
+
+void register_codeact_activities(temporal::Worker& worker,
+                                 std::shared_ptr<CodeActActivities> activities) {
   for (const char* name : {kSandboxStartActivity, kSandboxFilesActivity, kSandboxFinishActivity,
                            kAgentPrepareActivity, kModelRequestActivity, kToolCallActivity}) {
     worker.register_activity(

@@ -82,7 +82,7 @@ agent::Task<Result<codeact::SandboxStarted>> ActivityRunSteps::start_sandbox(
   if (!r.ok()) co_return std::move(r).error();
   auto out = SandboxStartOutput::from_json(*r);
   if (!out.ok()) co_return std::move(out).error();
-  co_return codeact::SandboxStarted{out->resumed, out->volume};
+  co_return codeact::SandboxStarted{out->resumed, out->volume, out->host};
 }
 
 agent::Task<Result<std::vector<sandbox::FileEntry>>> ActivityRunSteps::list_output(

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "codeact/core/json_reader.hpp"
 
 namespace codeact::durable {
@@ -136,6 +138,7 @@ core::Status read_task_fields(JsonReader& r, TaskInput& in) {
       r.optional_with<ActivityPolicies>("activities", in.activities, ActivityPolicies::from_json));
   CODEACT_TRY_STATUS(r.optional_with<std::vector<llm::ModelMessage>>(
       "message_history", in.message_history, messages_of));
+  CODEACT_TRY_STATUS(r.optional("host", in.host));
   return read_fork(r, in.fork_from);
 }
 
@@ -350,7 +353,10 @@ Result<ActivityPolicy> ActivityPolicy::from_json(const Json& j, ActivityPolicy p
 }
 
 Json ActivityPolicies::to_json() const {
-  return Json{{"model", model.to_json()}, {"tool", tool.to_json()}, {"sandbox", sandbox.to_json()}};
+  Json j{{"model", model.to_json()}, {"tool", tool.to_json()}, {"sandbox", sandbox.to_json()}};
+  if (host_timeout_seconds != ActivityPolicies{}.host_timeout_seconds)
+    j["host_timeout_seconds"] = host_timeout_seconds;
+  return j;
 }
 
 Result<ActivityPolicies> ActivityPolicies::from_json(const Json& j) {
@@ -368,10 +374,18 @@ Result<ActivityPolicies> ActivityPolicies::from_json(const Json& j) {
       return std::move(parsed).error().with_context(std::string("activities.") + key);
     *policy = *parsed;
   }
+  CODEACT_TRY_STATUS(r.optional("host_timeout_seconds", p.host_timeout_seconds));
+  if (!std::isfinite(p.host_timeout_seconds) || p.host_timeout_seconds < 0 ||
+      p.host_timeout_seconds > kMaxPolicySeconds) {
+    return core::invalid_argument(
+        fmt::format("activities.host_timeout_seconds must be between 0 and {} seconds, not {}",
+                    kMaxPolicySeconds, p.host_timeout_seconds));
+  }
   auto done = r.finish();
   if (!done.ok())
     return core::invalid_argument(done.error().message() +
-                                  "; the activity kinds are model, tool, sandbox");
+                                  "; the activity kinds are model, tool, sandbox (and "
+                                  "host_timeout_seconds)");
   return p;
 }
 
@@ -395,6 +409,7 @@ Json TaskInput::to_json() const {
   if (!disk.empty()) j["disk"] = disk;  // only when set: workers before it refuse unknown keys
   if (!message_history.empty()) j["message_history"] = llm::to_json(message_history);
   if (fork_from) j["fork_from"] = fork_json(*fork_from);
+  if (!host.empty()) j["host"] = host;
   return j;
 }
 
@@ -713,7 +728,9 @@ Result<SandboxStartInput> SandboxStartInput::from_json(const Json& j) {
 }
 
 Json SandboxStartOutput::to_json() const {
-  return Json{{"sandbox_id", sandbox_id}, {"resumed", resumed}, {"volume", volume}};
+  Json j{{"sandbox_id", sandbox_id}, {"resumed", resumed}, {"volume", volume}};
+  if (!host.empty()) j["host"] = host;
+  return j;
 }
 
 Result<SandboxStartOutput> SandboxStartOutput::from_json(const Json& j) {
@@ -723,6 +740,7 @@ Result<SandboxStartOutput> SandboxStartOutput::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.required("sandbox_id", o.sandbox_id));
   CODEACT_TRY_STATUS(r.optional("resumed", o.resumed));
   CODEACT_TRY_STATUS(r.optional("volume", o.volume));
+  CODEACT_TRY_STATUS(r.optional("host", o.host));
   CODEACT_TRY_STATUS(r.finish());
   return o;
 }

@@ -2,6 +2,7 @@
 #include "codeact/durable/runner.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <mutex>
@@ -9,8 +10,11 @@
 
 #include "codeact/core/config.hpp"
 #include "codeact/core/log.hpp"
+#include "codeact/durable/activities.hpp"
 #include "codeact/durable/durable_config.hpp"
+#include "codeact/durable/sandbox_host.hpp"
 #include "codeact/sandbox/docker_client.hpp"
+#include "codeact/sandbox/host_id.hpp"
 #include "codeact/sandbox/sandbox_manager.hpp"
 #include "reaper.hpp"
 
@@ -27,6 +31,7 @@ struct CodeActWorkerRunner::Impl {
   std::optional<temporal::Client> client;
   std::shared_ptr<WorkerEnv> env;
   std::unique_ptr<temporal::Worker> worker;
+  std::unique_ptr<temporal::Worker> host_worker;  // the activities, on this host's queue
   double reap_interval_seconds = 60;
   std::mutex mu;
   bool started = false;                      // GUARDED_BY(mu)
@@ -47,6 +52,8 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
                 codeact::AgentBuilder::load(options.prompts_path, options.config_path));
   }
   if (!options.model.empty()) r->env->builder.model = options.model;
+  r->env->host_id = options.host_id.empty() ? sandbox::default_host_id() : options.host_id;
+  CODEACT_TRY_STATUS(sandbox::validate_host_id(r->env->host_id));
   // Before connecting to anything: a misspelt key under `durable:` fails the worker at once.
   auto durable_config = DurableConfig::from_config(r->env->builder.config.raw);
   if (!durable_config.ok())
@@ -86,6 +93,8 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
   };
   temporal::WorkerOptions wo;
   wo.task_queue = r->task_queue;
+  // Which host ran what, in every ActivityTaskStarted event of a run's history.
+  wo.identity = fmt::format("{}@{} (codeact)", ::getpid(), r->env->host_id);
   wo.max_concurrent_activities = options.max_concurrent_activities;
   wo.workflow_task_pollers = options.workflow_task_pollers;
   wo.on_workflow_task = [](const temporal::WorkflowTaskStats& st) {
@@ -95,6 +104,9 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
                       std::chrono::duration<double, std::milli>(st.processing_time).count());
   };
   r->worker = std::make_unique<temporal::Worker>(*r->client, wo);
+  wo.task_queue = host_task_queue(r->task_queue, r->env->host_id);
+  wo.on_workflow_task = nullptr;
+  r->host_worker = std::make_unique<temporal::Worker>(*r->client, wo);
   return std::unique_ptr<CodeActWorkerRunner>(new CodeActWorkerRunner(std::move(r)));
 }
 
@@ -109,8 +121,16 @@ CodeActWorkerRunner& CodeActWorkerRunner::add_agent(std::shared_ptr<codeact::Cod
 core::Status CodeActWorkerRunner::start() {
   std::lock_guard lock(impl_->mu);
   if (impl_->started) return core::failed_precondition("the worker runner is already started");
-  register_codeact(*impl_->worker, impl_->env);
+  // One set of activities (bound agents, MCP sessions) for both queues.
+  auto activities = std::make_shared<CodeActActivities>(impl_->env);
+  for (const auto& [name, fn] : workflow_functions()) impl_->worker->register_workflow(name, fn);
+  register_codeact_activities(*impl_->worker, activities);
+  register_codeact_activities(*impl_->host_worker, activities);
   CODEACT_TRY_STATUS(impl_->worker->start());
+  if (auto started = impl_->host_worker->start(); !started.ok()) {
+    impl_->worker->shutdown(std::chrono::seconds(5));
+    return started;
+  }
   impl_->started = true;
   if (impl_->reap_interval_seconds > 0) {
     impl_->reaper = std::make_unique<internal::Reaper>(
@@ -131,11 +151,13 @@ void CodeActWorkerRunner::shutdown(std::chrono::milliseconds deadline) {
     was_started = std::exchange(impl_->started, false);
   }
   reaper.reset();  // stops and joins its thread
+  if (was_started && impl_->host_worker) impl_->host_worker->shutdown(deadline);
   if (was_started && impl_->worker) impl_->worker->shutdown(deadline);
 }
 
 const TemporalEndpoint& CodeActWorkerRunner::endpoint() const { return impl_->endpoint; }
 const std::string& CodeActWorkerRunner::task_queue() const { return impl_->task_queue; }
+const std::string& CodeActWorkerRunner::host_id() const { return impl_->env->host_id; }
 temporal::Client& CodeActWorkerRunner::client() { return *impl_->client; }
 const WorkerEnv& CodeActWorkerRunner::env() const { return *impl_->env; }
 

@@ -21,6 +21,7 @@
 #include "codeact/durable/activities.hpp"
 #include "codeact/durable/chat_fork.hpp"
 #include "codeact/durable/durable_agent.hpp"
+#include "codeact/durable/sandbox_host.hpp"
 #include "codeact/temporal/workflow.hpp"
 
 namespace codeact::durable {
@@ -47,25 +48,37 @@ constexpr const char* kCancelledTurnNote =
     "(The user cancelled this request before it was finished. The cells that had finished kept "
     "their variables and files; the cell that was running was interrupted.)";
 
-// The workflow's way to the worker: activities with the policies' options, its cancel state and
-// its deterministic clock.
+// The workflow's way to the worker: activities with the policies' options, sent where the run's
+// sandbox lives (SandboxHost), its cancel state and its deterministic clock.
 //
 // A chat cancels one turn without cancelling the workflow: cancel_turn() asks the activities in
 // flight to cancel and makes cancel_requested() true until clear_turn_cancel(), so the agent loop
 // ends the turn as cancelled at its next step.
 class WorkflowActivityCaller final : public ActivityCaller {
  public:
-  explicit WorkflowActivityCaller(WorkflowContext& ctx) : ctx_(ctx) {}
+  WorkflowActivityCaller(WorkflowContext& ctx, SandboxHost host)
+      : ctx_(ctx), host_(std::move(host)) {}
   agent::Task<Result<Json>> call(std::string activity, Json input, ActivityPolicy policy) override {
     Result<temporal::ActivityOptions> o = activity_options(policy);
     if (!o.ok()) co_return std::move(o).error().with_context(activity);
+    const ActivityRoute route = host_.route();
+    o->task_queue = route.task_queue;
+    o->schedule_to_start_timeout = route.schedule_to_start;
     auto act = ctx_.execute_activity(activity, input, *o);
     in_flight_.insert(&act);
     temporal::ActivityResult r = co_await act;
     in_flight_.erase(&act);
-    if (!r.ok()) co_return r.failure().to_error();
+    if (!r.ok()) {
+      const temporal::Failure& root = r.failure().root_cause();
+      if (root.kind == temporal::FailureKind::kTimeout && root.timeout_type == "ScheduleToStart")
+        co_return host_.lost(activity);
+      co_return r.failure().to_error();
+    }
+    host_.learn(activity, r.value());
     co_return std::move(r).value();
   }
+  // Where the run's sandbox lives ("" until its start said, or for a run recorded before hosts).
+  const std::string& host() const { return host_.host(); }
   bool cancel_requested() const override { return turn_cancelled_ || ctx_.cancel_requested(); }
   std::string now() override { return core::format_rfc3339(ctx_.now()); }
 
@@ -78,6 +91,7 @@ class WorkflowActivityCaller final : public ActivityCaller {
 
  private:
   WorkflowContext& ctx_;
+  SandboxHost host_;
   std::set<temporal::ActivityAwaitable*> in_flight_;  // awaited by call() frames that are alive
   bool turn_cancelled_ = false;
 };
@@ -126,12 +140,15 @@ struct RunView {
   void on(const codeact::SandboxRunEvent& e) {
     using Kind = codeact::SandboxRunEvent::Kind;
     switch (e.kind) {
-      case Kind::kStarted:
-        events.push_back(Json{{"event_kind", "sandbox"},
-                              {"sandbox_id", e.sandbox_id},
-                              {"resumed", e.started.resumed}});
+      case Kind::kStarted: {
+        Json ev{{"event_kind", "sandbox"},
+                {"sandbox_id", e.sandbox_id},
+                {"resumed", e.started.resumed}};
+        if (!e.started.host.empty()) ev["host"] = e.started.host;
+        events.push_back(std::move(ev));
         status = "running";
         break;
+      }
       case Kind::kFiles:
         events.push_back(Json{{"event_kind", "files"}, {"files", e.files}});
         break;
@@ -144,6 +161,13 @@ struct RunView {
     }
   }
 };
+
+// Where the run's sandbox lives: the input's host, or the one its start reports.
+SandboxHost sandbox_host(WorkflowContext& ctx, const TaskInput& in) {
+  return SandboxHost(
+      ctx.info().task_queue, in.host,
+      std::chrono::milliseconds(static_cast<int64_t>(in.activities.host_timeout_seconds * 1000)));
+}
 
 AgentTarget target_of(const TaskInput& in) {
   AgentTarget t;
@@ -238,7 +262,7 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
 
   view.user_message(in.task, 1);
 
-  WorkflowActivityCaller caller(ctx);
+  WorkflowActivityCaller caller(ctx, sandbox_host(ctx, in));
   ActivityRunSteps steps(caller, target_of(in), in.activities);
   codeact::SandboxRun run(steps, plan_of(in, sandbox_id),
                           [&view](const codeact::SandboxRunEvent& e) { view.on(e); });
@@ -334,7 +358,7 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   // Cancels the turn that runs (nothing when none does): its activities are asked to cancel, the
   // turn ends as cancelled, and the chat waits for the next message. Runs recorded before this
   // signal existed never carry it, so they replay as they ran.
-  auto caller = std::make_shared<WorkflowActivityCaller>(ctx);
+  auto caller = std::make_shared<WorkflowActivityCaller>(ctx, sandbox_host(ctx, in));
   ctx.set_signal_handler(kCancelTurn, [st, caller](const temporal::Args&) {
     if (st->busy) caller->cancel_turn();
   });
@@ -349,15 +373,17 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     reply.rejected = st->rejected;
     return reply.to_json();
   });
-  ctx.set_query_handler(kConversationQuery, [shared_chat, st, sandbox_id](const temporal::Args&) {
-    ConversationReply reply;
-    reply.base = shared_chat->base;
-    reply.base.sandbox_id = sandbox_id;
-    reply.base.message_history.clear();
-    reply.turns = shared_chat->turns;
-    reply.messages = st->history;
-    return reply.to_json();
-  });
+  ctx.set_query_handler(
+      kConversationQuery, [shared_chat, st, caller, sandbox_id](const temporal::Args&) {
+        ConversationReply reply;
+        reply.base = shared_chat->base;
+        reply.base.sandbox_id = sandbox_id;
+        reply.base.host = caller->host();  // a fork starts beside its source's sandbox
+        reply.base.message_history.clear();
+        reply.turns = shared_chat->turns;
+        reply.messages = st->history;
+        return reply.to_json();
+      });
   bool& stop = st->stop;
   bool& busy = st->busy;
 
@@ -450,6 +476,7 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
       next.runs = chat.runs + 1;
       next.base.message_history = history;
       next.base.sandbox_id = sandbox_id;
+      next.base.host = caller->host();
       ctx.continue_as_new(temporal::Args{next.to_json()});
     }
   }

@@ -37,6 +37,8 @@ using core::Status;
 constexpr std::string_view kLayoutLabel = "io.codeact.layout";
 constexpr std::string_view kLayout = "2";
 constexpr std::string_view kDiskLabel = "io.codeact.disk";
+// The host (SandboxManagerOptions::host_id) whose worker made the container.
+constexpr std::string_view kHostLabel = "io.codeact.host";
 constexpr std::string_view kDiskImageLabel = "io.codeact.disk-image";
 constexpr std::string_view kTokenEnv = "CODEACT_KERNEL_TOKEN=";
 // How long a running container's kernel may have no listening socket before it counts as wedged
@@ -491,6 +493,7 @@ Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions&
                  {"io.codeact.system-packages", core::join(options.system_packages, ",")},
                  {"io.codeact.memory", options.memory},
                  {"io.codeact.cpus", fmt::format("{}", options.cpus)}};
+  if (!options_.host_id.empty()) spec.labels[std::string(kHostLabel)] = options_.host_id;
   spec.binds.push_back({kernel_dir(id), std::string(kKernelSocketDir), false});
   if (persistence) {
     spec.volumes.push_back({volume_name(id), std::string(kPersistentStoragePath), false, false});
@@ -913,6 +916,7 @@ Result<SandboxInfo> SandboxManager::Impl::info(const std::string& id) {
   info.python_packages = split_list(label_or(c->labels, "io.codeact.python-packages"));
   info.system_packages = split_list(label_or(c->labels, "io.codeact.system-packages"));
   info.disk = label_or(c->labels, kDiskLabel);
+  info.host = label_or(c->labels, kHostLabel);
   return info;
 }
 
@@ -1003,6 +1007,7 @@ Result<std::vector<SandboxInfo>> SandboxManager::Impl::list() {
     i.python_packages = split_list(label_or(c.labels, "io.codeact.python-packages"));
     i.system_packages = split_list(label_or(c.labels, "io.codeact.system-packages"));
     i.disk = label_or(c.labels, kDiskLabel);
+    i.host = label_or(c.labels, kHostLabel);
     out.push_back(std::move(i));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });

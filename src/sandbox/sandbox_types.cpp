@@ -24,6 +24,7 @@ Json SandboxInfo::to_json() const {
               {"python_packages", python_packages},
               {"system_packages", system_packages},
               {"disk", disk.empty() ? Json(nullptr) : Json(disk)},
+              {"host", host.empty() ? Json(nullptr) : Json(host)},
               {"cell", cell},
               {"restore_errors", restore_errors},
               {"lost", lost},

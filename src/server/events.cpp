@@ -167,8 +167,10 @@ std::vector<SseEvent> translate_progress_event(const Json& e, TranslateState& st
     out.push_back(ev("final", {{"text", output.is_string() ? output.get<std::string>()
                                                            : core::dump_json(output)}}));
   } else if (kind == "sandbox") {
-    out.push_back(ev("sandbox", {{"sandbox_id", core::json_string(e, "sandbox_id")},
-                                 {"resumed", core::json_bool(e, "resumed")}}));
+    Json data{{"sandbox_id", core::json_string(e, "sandbox_id")},
+              {"resumed", core::json_bool(e, "resumed")}};
+    if (e.contains("host")) data["host"] = core::json_string(e, "host");
+    out.push_back(ev("sandbox", std::move(data)));
   } else if (kind == "files") {
     Json files = e.value("files", Json::array());
     out.push_back(ev("files", {{"files", files.is_array() ? files : Json::array()}}));

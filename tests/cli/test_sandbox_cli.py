@@ -1,5 +1,7 @@
 """Every `codeact sandbox`, `volume`, `image` and `doctor` command, as a user types it."""
 import json
+import os
+import socket
 import subprocess
 import uuid
 
@@ -145,6 +147,7 @@ def test_stop_restart_keep_state_and_ls(cli, sandbox):
     p, j = cli.json("sandbox", "ls", "--json", check=0)
     mine = [s for s in j if s["id"] == sandbox]
     assert mine and mine[0]["running"] is False
+    assert mine[0]["host"] == (os.environ.get("CODEACT_HOST_ID") or socket.gethostname())
     p = cli("sandbox", "exec", sandbox, "print(kept)", check=0)
     assert "yes" in p.out
     assert "restarted" in p.err  # the user is told the sandbox was brought back

@@ -66,6 +66,7 @@ struct SandboxPlan {
 struct SandboxStarted {
   bool resumed = false;  // an existing sandbox was resumed with its state
   std::string volume;
+  std::string host;  // the worker host it runs on (durable runs, docs/deploy.md); "" in process
 };
 
 // The agent a turn runs and how: its loop's drivers (direct: a RunLoop executor; durable: the

@@ -56,8 +56,14 @@ struct ActivityPolicies {
   ActivityPolicy model{300, 10, 5, 1};
   ActivityPolicy tool{1800, 10, 10, 1};   // a cell's own timeout is enforced by the kernel
   ActivityPolicy sandbox{900, 10, 5, 1};  // start may build an image or install packages
+  // How long an activity may wait on its sandbox's host queue for that host's worker to take it
+  // (a schedule-to-start timeout, docs/deploy.md) before the run gives the host up as lost.
+  // 0 = wait for the host however long it is away.
+  double host_timeout_seconds = 60;
   Json to_json() const;
-  // {model?, tool?, sandbox?}; missing kinds and keys keep their defaults.
+  // {model?, tool?, sandbox?, host_timeout_seconds?}; missing kinds and keys keep their
+  // defaults. to_json writes host_timeout_seconds only when it is not the default (workers
+  // before it refuse unknown keys).
   static core::Result<ActivityPolicies> from_json(const Json& j);
 };
 
@@ -86,6 +92,9 @@ struct TaskInput {
   // The sandbox starts as a fork of another's checkpoint (a forked chat); JSON "fork_from":
   // {sandbox, checkpoint}, written only when set.
   std::optional<codeact::SandboxFork> fork_from;
+  // The host (a worker's --host-id) the sandbox lives on, or must start on; "" = the host of the
+  // first worker that takes its start (docs/deploy.md). Written only when set.
+  std::string host;
 
   Json to_json() const;
   // A bare string is a task with defaults (the seed's SimpleAgentWorkflow input).
@@ -234,6 +243,7 @@ struct SandboxStartOutput {
   std::string sandbox_id;
   bool resumed = false;
   std::string volume;
+  std::string host;  // the worker's host id; "" from workers before hosts (written when set)
   Json to_json() const;
   static core::Result<SandboxStartOutput> from_json(const Json& j);
 };

@@ -10,7 +10,9 @@
 // an InvalidArgument error naming it, before anything is started), connects to Temporal
 // (--temporal / temporal.url, else the embedded dev server, see endpoint.hpp) and to Docker,
 // and registers the three workflows and the codeact.* activities
-// (workflows.hpp) on the task queue. Models, API keys and MCP servers are read by this process
+// (workflows.hpp) on the task queue, and the activities again on this host's queue
+// (host_task_queue(task_queue, host_id), sandbox_host.hpp), where a run sends the activities of a
+// sandbox this worker started. Models, API keys and MCP servers are read by this process
 // only. Thread-safe: shutdown() may be called from any thread (a signal-handling one).
 #pragma once
 
@@ -31,6 +33,9 @@ struct WorkerRunnerOptions {
   std::string config_path;   // app_conf.yml; "" = the usual search
   std::string prompts_path;  // agent_prompts.yml; "" = the usual search (built-in prompts if none)
   std::string model;         // default model for runs that name none; "" = from config
+  // This worker's host: the one Docker engine its sandboxes run on (docs/deploy.md). Workers
+  // on one engine share it; workers on different engines must not. "" = sandbox::default_host_id().
+  std::string host_id;
   std::optional<codeact::AgentBuilder> builder;  // used as is instead of loading the two files
   int max_concurrent_activities = 16;
   // Workflow task pollers, half of them on the worker's sticky queue (temporal::WorkerOptions):
@@ -62,6 +67,7 @@ class CodeActWorkerRunner {
 
   const TemporalEndpoint& endpoint() const;
   const std::string& task_queue() const;
+  const std::string& host_id() const;
   temporal::Client& client();
   // What the activities run with; env().live_output is the hub where this worker publishes a
   // cell's output while it runs (live_output.hpp): a server in this process subscribes there.

@@ -72,6 +72,10 @@ inline constexpr const char* kChatMessageIdPatch = "chat-message-id";
 struct WorkerEnv {
   codeact::AgentBuilder builder;  // prompts, config (llm keys, mcp_servers), default model
   std::shared_ptr<sandbox::SandboxBackend> backend;
+  // This worker's host (its --host-id): codeact.sandbox_start reports it, and the run sends the
+  // sandbox's later activities to host_task_queue(queue, host_id), which only this host's
+  // workers poll (docs/deploy.md). "" = not placed on hosts (every activity on the one queue).
+  std::string host_id;
   // Agents by name, for agents defined in C++ (their own model, host functions, MCP hooks,
   // toolsets, excluded tools). A name not here is made by codeact::make_agent (simple_agent, or
   // any agent of agent_prompts.yml).
@@ -90,6 +94,11 @@ struct WorkerEnv {
 
 // Registers the three workflows and the codeact.* activities on `worker`.
 void register_codeact(temporal::Worker& worker, std::shared_ptr<WorkerEnv> env);
+// Registers the codeact.* activities served by `activities` (the runner shares one between the
+// worker of its task queue and the one of its host's queue, sandbox_host.hpp).
+class CodeActActivities;
+void register_codeact_activities(temporal::Worker& worker,
+                                 std::shared_ptr<CodeActActivities> activities);
 
 // Adds the workflows only (e.g. to a temporal::Replayer for regression checks).
 void register_codeact_workflows(temporal::Replayer& replayer);

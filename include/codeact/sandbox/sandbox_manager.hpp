@@ -68,6 +68,10 @@ struct SandboxManagerOptions {
   int64_t checkpoint_budget = int64_t{1} << 30;
   // Extra time a cell gets past its timeout to stop by itself before its kernel is killed.
   std::chrono::milliseconds kill_grace{5000};
+  // The host this manager's Docker engine is (a worker's --host-id, docs/deploy.md): containers
+  // it creates are labelled io.codeact.host with it, and SandboxInfo::host reads it back.
+  // "" = no label.
+  std::string host_id;
   // Image progress (first-use build) goes here; null = silent.
   std::function<void(std::string_view)> progress;
   // Environment lookup for ENABLE_PERSISTENCE, VOLUME_DRIVER, NFS_SERVER, NFS_PATH,

@@ -56,6 +56,7 @@ struct SandboxInfo {
   std::vector<std::string> python_packages;
   std::vector<std::string> system_packages;
   std::string disk;                  // its disk limit ("10g"); "" = none
+  std::string host;                  // the host that created it (its label); "" = not known
   int64_t cell = 0;                  // last committed cell (when the kernel was asked)
   std::vector<Json> restore_errors;  // {name, reason} reported by the kernel on restore
   std::vector<Json> lost;            // {name, reason}: names the restore could not bring back

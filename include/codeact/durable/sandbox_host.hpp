@@ -1,0 +1,60 @@
+// SandboxHost: where a durable run's sandbox lives, and so where the run's activities go.
+//
+// A sandbox's container and volume are on one Docker engine: the host of the worker that started
+// it. Every worker polls the run's task queue (workflows, model requests, sandbox starts) and its
+// own host's queue, host_task_queue(queue, host), e.g. "codeact@gpu-1". Once codeact.sandbox_start
+// reports the host it ran on, every later activity of the run (agent_prepare, tool_call,
+// sandbox_files, sandbox_finish, a start after a continue-as-new, and model_request too: its
+// instructions are rendered from the sandbox's variables) goes to that host's queue: nothing
+// reaches an engine where the sandbox does not exist. A run whose input names a host starts its
+// sandbox there (TaskInput::host).
+//
+// A host that stops answering: an activity sent to it waits at most `timeout` for one of that
+// host's workers to take it (a schedule-to-start timeout), then the run fails with lost(), which
+// says why it cannot move on: the sandbox's state is on that host's local volume. Timeout 0 =
+// the run waits for the host however long it is away.
+//
+// Runs recorded before hosts existed (sandbox_start results without a host) keep every activity
+// on the workflow's queue, as they ran. Deterministic (no clock, no I/O); thread-compatible.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "codeact/core/json.hpp"
+#include "codeact/core/result.hpp"
+
+namespace codeact::durable {
+
+// The task queue of `host`'s workers beside the shared `task_queue`.
+std::string host_task_queue(std::string_view task_queue, std::string_view host);
+
+// Where one activity runs.
+struct ActivityRoute {
+  std::string task_queue;                          // "" = the workflow's task queue
+  std::chrono::milliseconds schedule_to_start{0};  // 0 = no limit
+};
+
+class SandboxHost {
+ public:
+  // `task_queue`: the run's (shared) queue. `host`: where the input pins the sandbox, "" = where
+  // its start lands.
+  SandboxHost(std::string task_queue, std::string host, std::chrono::milliseconds timeout);
+
+  // Where the run's next activity (any codeact.* one) runs.
+  ActivityRoute route() const;
+  // Takes the host from the result of `activity` when it is a codeact.sandbox_start's naming one.
+  void learn(std::string_view activity, const core::Json& result);
+  // The error of a run whose host did not take `activity` within the timeout (Unavailable).
+  core::Error lost(std::string_view activity) const;
+  // "" until known.
+  const std::string& host() const { return host_; }
+
+ private:
+  std::string task_queue_;
+  std::string host_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace codeact::durable

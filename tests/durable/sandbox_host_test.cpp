@@ -1,0 +1,88 @@
+// SandboxHost: a run's activities go to the queue of its sandbox's host once the start says
+// which; runs recorded before hosts stay on the one queue; a
+// host that does not take the work fails the run saying why it cannot move (sandbox_host.hpp).
+#include "codeact/durable/sandbox_host.hpp"
+
+#include <gtest/gtest.h>
+
+#include "codeact/durable/activities.hpp"
+#include "codeact/durable/payloads.hpp"
+#include "codeact/sandbox/host_id.hpp"
+
+namespace codeact::durable {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(SandboxHost, AfterTheStartNamesAHostEveryActivityGoesToItsQueue) {
+  SandboxHost host("codeact", "", 30s);
+  EXPECT_EQ(host.route().task_queue, "") << "any host may start it";
+  host.learn(kSandboxStartActivity,
+             SandboxStartOutput{"s1", false, "workflow-s1", "gpu-1"}.to_json());
+  EXPECT_EQ(host.host(), "gpu-1");
+  ActivityRoute r = host.route();
+  EXPECT_EQ(r.task_queue, "codeact@gpu-1");
+  EXPECT_EQ(r.schedule_to_start, 30s);
+}
+
+TEST(SandboxHost, APinnedHostTakesTheStartToo) {
+  SandboxHost host("q", "h2", 5s);
+  EXPECT_EQ(host.route().task_queue, "q@h2");
+}
+
+TEST(SandboxHost, RunsRecordedBeforeHostsKeepEveryActivityOnTheOneQueue) {
+  SandboxHost host("codeact", "", 60s);
+  host.learn(kSandboxStartActivity, Json{{"sandbox_id", "s1"}, {"resumed", false}, {"volume", ""}});
+  EXPECT_EQ(host.host(), "");
+  EXPECT_EQ(host.route().task_queue, "");
+  // Only a start's result places the sandbox.
+  host.learn(kToolCallActivity, Json{{"host", "elsewhere"}});
+  EXPECT_EQ(host.host(), "");
+}
+
+TEST(SandboxHost, ALostHostIsAnErrorThatSaysWhyTheRunCannotMove) {
+  SandboxHost host("codeact", "h1", 45s);
+  core::Error e = host.lost(kToolCallActivity);
+  EXPECT_EQ(e.code(), core::Code::kUnavailable);
+  for (const char* part :
+       {"\"h1\" is lost", "codeact.tool_call", "codeact@h1", "45 s", "local volume", "--host h1"}) {
+    EXPECT_NE(e.message().find(part), std::string::npos) << part << " in: " << e.message();
+  }
+}
+
+TEST(HostIds, AHostNameIsOneAndOthersAreRefusedNamingTheRule) {
+  for (const char* ok : {"h1", "gpu-1.example.com", "node_7"})
+    EXPECT_TRUE(sandbox::validate_host_id(ok).ok()) << ok;
+  for (const char* bad : {"", "a b", "x@y", "tenant/1"}) {
+    auto s = sandbox::validate_host_id(bad);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.error().message().find("1 to 64 letters"), std::string::npos);
+  }
+  EXPECT_FALSE(sandbox::validate_host_id(std::string(65, 'a')).ok());
+  EXPECT_TRUE(sandbox::validate_host_id(sandbox::default_host_id()).ok());
+}
+
+TEST(HostPayloads, HostsTravelOnlyWhenSetSoOlderWorkersStillReadTheRest) {
+  TaskInput in;
+  in.task = "t";
+  EXPECT_FALSE(in.to_json().contains("host"));
+  EXPECT_FALSE(in.to_json()["activities"].contains("host_timeout_seconds"));
+  in.host = "h3";
+  in.activities.host_timeout_seconds = 12;
+  auto back = TaskInput::from_json(in.to_json());
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->host, "h3");
+  EXPECT_EQ(back->activities.host_timeout_seconds, 12);
+
+  EXPECT_FALSE((SandboxStartOutput{"s", false, "v", ""}.to_json().contains("host")));
+  auto out = SandboxStartOutput::from_json(SandboxStartOutput{"s", true, "v", "h3"}.to_json());
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->host, "h3");
+
+  auto negative = ActivityPolicies::from_json(Json{{"host_timeout_seconds", -1}});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.error().message().find("host_timeout_seconds"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace codeact::durable
