@@ -204,6 +204,10 @@ def test_durable_runs_survive_kills_of_everything_with_nothing_lost_and_nothing_
             assert got["result"] == expected_state(), f"{r.wid}: {got}\n" + report()
             made = {line.split(" ", 1)[1].split("-")[0] for line in tool_calls if line.startswith(r.wid + " ")}
             assert made == {f"c{n}" for n in range(1, CELLS + 1)}, f"{r.wid}: {made}\n" + report()
+    except AssertionError as e:
+        # Said before pytest's report too: a log cut to its start and its end still shows why.
+        print(f"CHAOS FAILURE: {str(e)[:4000]}", flush=True)
+        raise
     finally:
         for r in active:
             r.kill()
