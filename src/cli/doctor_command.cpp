@@ -121,7 +121,7 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
          std::string(nfs ? "failover to another host is not built yet: "
                          : "failover is not possible: ") +
              "a run whose sandbox's host is lost fails after "
-             "durable.activities.host_timeout_seconds (default 60) and says so; a run pinned "
+             "durable.activities.host_timeout_seconds (default 600) and says so; a run pinned "
              "to the host (`codeact run --host`) goes on when it is back (docs/deploy.md)");
     // The model `codeact run` would use without --model.
     if (auto builder = codeact::AgentBuilder::load(); !builder.ok()) {

@@ -105,6 +105,7 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
   };
   r->worker = std::make_unique<temporal::Worker>(*r->client, wo);
   wo.task_queue = host_task_queue(r->task_queue, r->env->host_id);
+  wo.max_concurrent_activities = options.max_concurrent_host_activities;
   wo.on_workflow_task = nullptr;
   r->host_worker = std::make_unique<temporal::Worker>(*r->client, wo);
   return std::unique_ptr<CodeActWorkerRunner>(new CodeActWorkerRunner(std::move(r)));

@@ -3,7 +3,8 @@
 //
 //   durable:
 //     reap_interval_seconds: 60          # 0 = no reaper (runner.hpp)
-//     activities: {model: {...}, tool: {...}, sandbox: {...}}   # ActivityPolicies, payloads.hpp
+//     activities: {model: {...}, tool: {...}, sandbox: {...},   # ActivityPolicies, payloads.hpp
+//                  host_timeout_seconds: 600}                  # a lost host (docs/deploy.md)
 //
 // Read strictly, like the payloads: an unknown key (a misspelling), a value of the wrong type or
 // out of range is an InvalidArgument error naming the key ("durable: unknown key

@@ -57,9 +57,10 @@ struct ActivityPolicies {
   ActivityPolicy tool{1800, 10, 10, 1};   // a cell's own timeout is enforced by the kernel
   ActivityPolicy sandbox{900, 10, 5, 1};  // start may build an image or install packages
   // How long an activity may wait on its sandbox's host queue for that host's worker to take it
-  // (a schedule-to-start timeout, docs/deploy.md) before the run gives the host up as lost.
-  // 0 = wait for the host however long it is away.
-  double host_timeout_seconds = 60;
+  // (a schedule-to-start timeout, docs/deploy.md) before the run gives the host up as lost:
+  // long enough for a worker's restart or the host's reboot. 0 = wait for the host however long
+  // it is away.
+  double host_timeout_seconds = 600;
   Json to_json() const;
   // {model?, tool?, sandbox?, host_timeout_seconds?}; missing kinds and keys keep their
   // defaults. to_json writes host_timeout_seconds only when it is not the default (workers

@@ -38,6 +38,11 @@ struct WorkerRunnerOptions {
   std::string host_id;
   std::optional<codeact::AgentBuilder> builder;  // used as is instead of loading the two files
   int max_concurrent_activities = 16;
+  // Activities at once from this host's queue (every activity of the runs whose sandboxes live
+  // here, mostly waiting on their kernels). Sized for every sandbox of the host at once: one that
+  // waits longer than durable.activities.host_timeout_seconds to be taken fails its run as if
+  // the host were lost.
+  int max_concurrent_host_activities = 256;
   // Workflow task pollers, half of them on the worker's sticky queue (temporal::WorkerOptions):
   // also how many workflow tasks and queries are processed at once.
   int workflow_task_pollers = 4;

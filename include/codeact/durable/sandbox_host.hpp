@@ -1,8 +1,8 @@
 // SandboxHost: where a durable run's sandbox lives, and so where the run's activities go.
 //
 // A sandbox's container and volume are on one Docker engine: the host of the worker that started
-// it. Every worker polls the run's task queue (workflows, model requests, sandbox starts) and its
-// own host's queue, host_task_queue(queue, host), e.g. "codeact@gpu-1". Once codeact.sandbox_start
+// it. Every worker polls the run's task queue (workflows, sandbox starts) and its own host's
+// queue, host_task_queue(queue, host), e.g. "codeact@gpu-1". Once codeact.sandbox_start
 // reports the host it ran on, every later activity of the run (agent_prepare, tool_call,
 // sandbox_files, sandbox_finish, a start after a continue-as-new, and model_request too: its
 // instructions are rendered from the sandbox's variables) goes to that host's queue: nothing
