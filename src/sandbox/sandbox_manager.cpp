@@ -239,8 +239,11 @@ class SandboxManager::Impl {
   Result<Json> restart_kernel(const std::string& id, const std::string& why, std::string* notice);
   // The recorded reply of `execution_id` when the (restarted) kernel says that execute committed
   // (a ResultLost error reply when it committed but its record is unreadable); nullopt when it
-  // did not, when there is no id, or when the kernel cannot say.
-  std::optional<Json> committed_reply(const std::string& id, const std::string& execution_id);
+  // says it did not, when there is no id, or when the kernel is too old to say. Unavailable
+  // when it could not be asked (the kernel or its engine died again): the cell may have
+  // committed, so it must not be reported lost; a retry with the same id finds out.
+  Result<std::optional<Json>> committed_reply(const std::string& id,
+                                              const std::string& execution_id);
   Result<KernelAuth> auth_for(const std::string& id);
   void forget_auth(const std::string& id);
   Result<std::unique_ptr<KernelChannel>> open_channel(const std::string& id, std::string* notice);
@@ -1338,7 +1341,8 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
   }
   std::string restarted;
   CODEACT_TRY(Json hello, restart_kernel(id, why, &restarted));
-  if (auto committed = committed_reply(id, req.execution_id)) {
+  CODEACT_TRY(std::optional<Json> committed, committed_reply(id, req.execution_id));
+  if (committed) {
     // The crash came after the cell's state and reply were saved: the cell is done, and saying
     // it was lost would have the model run it again (applied twice).
     ExecuteResult done = ExecuteResult::from_json(*committed);
@@ -1365,29 +1369,37 @@ Result<ExecuteResult> SandboxManager::Impl::execute(const std::string& id,
   return out;
 }
 
-std::optional<Json> SandboxManager::Impl::committed_reply(const std::string& id,
-                                                          const std::string& execution_id) {
-  if (execution_id.empty()) return std::nullopt;
+Result<std::optional<Json>> SandboxManager::Impl::committed_reply(const std::string& id,
+                                                                  const std::string& execution_id) {
+  if (execution_id.empty()) return std::optional<Json>();
   auto r = authenticated_call(id, "execution.get", Json{{"execution_id", execution_id}},
                               {.timeout = 30s}, nullptr);
   if (!r.ok() && r.error().code() == core::Code::kDataLoss) {
     // Committed, but its recorded reply is unreadable: still done, so not to be run again.
-    return Json{
-        {"status", "error"},
-        {"execution_id", execution_id},
-        {"error",
-         {{"type", "ResultLost"},
-          {"message",
-           "this cell completed and its state was saved, but its recorded "
-           "reply could not be read (" +
-               r.error().message() + "); do not run it again: look at its variables instead"},
-          {"traceback", ""}}}};
+    return std::optional<Json>(
+        Json{{"status", "error"},
+             {"execution_id", execution_id},
+             {"error",
+              {{"type", "ResultLost"},
+               {"message",
+                "this cell completed and its state was saved, but its recorded "
+                "reply could not be read (" +
+                    r.error().message() + "); do not run it again: look at its variables instead"},
+               {"traceback", ""}}}});
   }
-  // A kernel too old for the op (Unimplemented) or unreachable again: nothing known committed.
-  if (!r.ok() || !core::json_bool(*r, "found")) return std::nullopt;
+  // A kernel too old for the op: it keeps no records to find.
+  if (!r.ok() && r.error().code() == core::Code::kUnimplemented) return std::optional<Json>();
+  if (!r.ok()) {
+    return core::unavailable(fmt::format(
+        "sandbox \"{}\": its kernel died during execution {} and was restarted, but whether the "
+        "cell had completed could not be asked ({}); run it again with the same execution id "
+        "(a completed cell is not run twice)",
+        id, execution_id, r.error().message()));
+  }
+  if (!core::json_bool(*r, "found")) return std::optional<Json>();
   Json reply = r->value("reply", Json());
-  if (!reply.is_object()) return std::nullopt;
-  return reply;
+  if (!reply.is_object()) return std::optional<Json>();
+  return std::optional<Json>(std::move(reply));
 }
 
 Result<BashResult> SandboxManager::Impl::bash(const std::string& id, const std::string& script,

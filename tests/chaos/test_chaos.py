@@ -78,6 +78,14 @@ class Run:
         with open(self.log_path, "rb") as f:
             return f.read()[-3000:].decode(errors="replace")
 
+    def incidents(self):
+        """The lines of the run's live view (all its starts) that tell of a crash, a restart or
+        a replayed result: what each cell's attempts were told."""
+        with open(self.log_path, "rb") as f:
+            lines = f.read().decode(errors="replace").splitlines()
+        words = ("restart", "lost", "Error", "not running", "replay", "done ", "codeact:")
+        return "\n".join(line[:300] for line in lines if any(w in line for w in words))[-4000:]
+
 
 class Worker(WorkerProcess):
     """A `codeact worker` whose log goes to a file (it is started again after each kill)."""
@@ -201,7 +209,9 @@ def test_durable_runs_survive_kills_of_everything_with_nothing_lost_and_nothing_
                                capture_output=True, text=True, timeout=120)
             assert p.returncode == 0, p.stderr
             got = json.loads(p.stdout)
-            assert got["result"] == expected_state(), f"{r.wid}: {got}\n" + report()
+            # A cell applied twice: the run's live view shows what each attempt was told.
+            assert got["result"] == expected_state(), \
+                f"{r.wid}: {got}\n{r.incidents()}\n" + report()
             made = {line.split(" ", 1)[1].split("-")[0] for line in tool_calls if line.startswith(r.wid + " ")}
             assert made == {f"c{n}" for n in range(1, CELLS + 1)}, f"{r.wid}: {made}\n" + report()
     except AssertionError as e:
