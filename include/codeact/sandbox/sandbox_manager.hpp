@@ -30,7 +30,10 @@
 // status and what the restore could not bring back; a kernel that runs but no longer accepts
 // connections is restarted; a cell that runs past its timeout and does not stop when interrupted
 // gets its kernel killed and restarted (a cell queued behind an earlier one that never stops is
-// reported as such, naming that cell).
+// reported as such, naming that cell). A cell whose kernel died is reported lost only when the
+// restarted kernel says its execution id did not commit; one that did gets its recorded reply,
+// and when the kernel cannot be asked the execute is Unavailable (a retry with the same id
+// finds out), so a committed cell is never reported lost.
 //
 // Thread-safe: operations on different sandboxes run in parallel; operations on one sandbox are
 // serialized by the kernel (one cell at a time).
