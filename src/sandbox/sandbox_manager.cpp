@@ -20,6 +20,7 @@
 #include "codeact/core/strings.hpp"
 #include "codeact/sandbox/image_builder.hpp"
 #include "codeact/sandbox/kernel_channel.hpp"
+#include "codeact/sandbox/shared_storage.hpp"
 #include "codeact/sandbox/tar_archive.hpp"
 #include "kernel_reply_internal.hpp"
 #include "sandbox_disk_internal.hpp"
@@ -40,6 +41,10 @@ constexpr std::string_view kDiskLabel = "io.codeact.disk";
 // The host (SandboxManagerOptions::host_id) whose worker made the container.
 constexpr std::string_view kHostLabel = "io.codeact.host";
 constexpr std::string_view kDiskImageLabel = "io.codeact.disk-image";
+// On a volume bound to the shared storage: the CODEACT_SHARED_DIR it was made under.
+constexpr std::string_view kSharedDirLabel = "io.codeact.shared-dir";
+// On a container of a sandbox on shared storage: its placement's ownership epoch.
+constexpr std::string_view kEpochLabel = "io.codeact.epoch";
 constexpr std::string_view kTokenEnv = "CODEACT_KERNEL_TOKEN=";
 // How long a running container's kernel may have no listening socket before it counts as wedged
 // (alive but not accepting) and is restarted. A starting kernel binds within a second.
@@ -80,6 +85,14 @@ std::vector<std::string> split_list(const std::string& s) {
 std::string label_or(const Labels& labels, std::string_view key, std::string fallback = "") {
   auto it = labels.find(std::string(key));
   return it == labels.end() ? fallback : it->second;
+}
+
+// A container's ownership epoch (kEpochLabel), 0 when it has none.
+int64_t label_epoch(const ContainerInfo& c) {
+  const std::string v = label_or(c.labels, kEpochLabel);
+  if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
+    return 0;
+  return std::stoll(v);
 }
 
 core::Error no_network_error(const std::string& id, const std::vector<std::string>& packages) {
@@ -165,6 +178,7 @@ class SandboxManager::Impl {
   Result<SandboxInfo> info(const std::string& id);
   Result<std::vector<SandboxInfo>> list();
   Result<std::vector<std::string>> cleanup(bool volumes);
+  Result<std::vector<std::string>> reap_moved();
   Result<ExecuteResult> execute(const std::string& id, const ExecuteRequest& request);
   Result<BashResult> bash(const std::string& id, const std::string& script, double timeout_seconds,
                           const std::string& execution_id);
@@ -183,6 +197,9 @@ class SandboxManager::Impl {
                            std::chrono::milliseconds timeout);
   Result<std::vector<VolumeInfo>> list_volumes();
   Status remove_volume(const std::string& id);
+  // Removes the sandbox's state on the shared storage: under CODEACT_SHARED_DIR and under
+  // `volume_shared_dir` (its volume's label; "" = none). True when there was some.
+  Result<bool> remove_shared_state(const std::string& id, const std::string& volume_shared_dir);
   DockerClient& docker() { return *docker_; }
   std::string socket_path(const std::string& id) const { return kernel_dir(id) + "/kernel.sock"; }
   VolumeSpec volume_spec(const std::string& id) const;
@@ -209,8 +226,10 @@ class SandboxManager::Impl {
   Result<std::string> ensure_image(const SandboxOptions& options);
   Result<std::string> ensure_system_image(const std::string& base,
                                           const std::vector<std::string>& packages);
+  // `epoch`: the placement's ownership epoch on shared storage (0 = none).
   Result<ContainerSpec> container_spec(const SandboxOptions& options, const std::string& image,
-                                       const std::string& token, const std::string& disk);
+                                       const std::string& token, const std::string& disk,
+                                       int64_t epoch = 0);
   // The options a container was created with, read back from its labels.
   SandboxOptions options_from_labels(const std::string& id, const ContainerInfo& c) const;
   // A fresh kernel directory, owned by the host user (the sandbox user cannot write it).
@@ -224,7 +243,16 @@ class SandboxManager::Impl {
   Result<bool> ensure_disk_attached(const std::string& id);
   // Creates and starts the container (prepared kernel directory, new token).
   Status create_container(const SandboxOptions& options, const std::string& image,
-                          const std::string& disk);
+                          const std::string& disk, int64_t epoch);
+  // On shared storage: the placement a new container of sandbox `id` takes on this host (the
+  // next epoch); 0 without shared storage.
+  Result<int64_t> place_here(const std::string& id);
+  // The newest placement of a container's sandbox when it is newer than the container's own
+  // (the sandbox moved to another host); nullopt otherwise or without shared storage.
+  std::optional<Placement> moved_away(const std::string& id, const ContainerInfo& c);
+  // A container whose sandbox moved to another host (or whose kernel exited kExitFenced): it is
+  // removed, never started again here. FailedPrecondition saying where the sandbox is.
+  core::Error fenced(const std::string& id, const ContainerInfo& c);
   // Starts a stopped container after checking its disk; recreates it when needed.
   Status start_container(const std::string& id);
   // Restarts a running container (`grace` for the kernel to stop by itself).
@@ -388,7 +416,13 @@ VolumeSpec SandboxManager::Impl::volume_spec(const std::string& id) const {
   spec.name = volume_name(id);
   spec.labels = {{std::string(kSandboxLabel), "1"}, {std::string(kSandboxIdLabel), id}};
   std::string driver = env("VOLUME_DRIVER").value_or("local");
-  if (driver == "nfs") {
+  auto shared = shared_dir_from([this](const std::string& k) { return env(k); });
+  if (shared.ok() && *shared) {
+    // ensure_volume refuses CODEACT_SHARED_DIR beside another VOLUME_DRIVER, and a bad value.
+    spec.driver = "local";
+    spec.driver_opts = shared_volume_options(**shared, id);
+    spec.labels[std::string(kSharedDirLabel)] = **shared;
+  } else if (driver == "nfs") {
     // Docker's local driver mounts NFS; every host mounting the same export sees the same
     // /persistent-storage/{id} tree, which is why state lives under the id.
     spec.driver = "local";
@@ -455,7 +489,7 @@ Result<std::string> SandboxManager::Impl::ensure_system_image(
 Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions& options,
                                                            const std::string& image,
                                                            const std::string& token,
-                                                           const std::string& disk) {
+                                                           const std::string& disk, int64_t epoch) {
   CODEACT_TRY(int64_t memory, parse_size(options.memory));
   CODEACT_TRY(int64_t tmp_bytes, parse_size(options.tmp_size));
   if (options.cpus <= 0 || options.cpus > 256) {
@@ -497,6 +531,13 @@ Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions&
                  {"io.codeact.memory", options.memory},
                  {"io.codeact.cpus", fmt::format("{}", options.cpus)}};
   if (!options_.host_id.empty()) spec.labels[std::string(kHostLabel)] = options_.host_id;
+  if (epoch > 0) {
+    CODEACT_TRY(std::optional<std::string> shared,
+                shared_dir_from([this](const std::string& k) { return env(k); }));
+    spec.env["CODEACT_EPOCH"] = std::to_string(epoch);
+    spec.labels[std::string(kEpochLabel)] = std::to_string(epoch);
+    spec.labels[std::string(kSharedDirLabel)] = shared.value_or("");
+  }
   spec.binds.push_back({kernel_dir(id), std::string(kKernelSocketDir), false});
   if (persistence) {
     spec.volumes.push_back({volume_name(id), std::string(kPersistentStoragePath), false, false});
@@ -570,6 +611,18 @@ Status SandboxManager::Impl::prepare_kernel_dir(const std::string& id) {
 Result<std::string> SandboxManager::Impl::ensure_volume(const SandboxOptions& options,
                                                         std::string* notice) {
   const std::string& id = options.id;
+  // On shared storage the sandbox's directory is made (or checked) on every start: the volume
+  // only binds it, and another host may have removed it.
+  CODEACT_TRY(std::optional<std::string> shared,
+              shared_dir_from([this](const std::string& k) { return env(k); }));
+  if (shared) {
+    if (auto driver = env("VOLUME_DRIVER"); driver && !driver->empty() && *driver != "local") {
+      return core::invalid_argument(fmt::format(
+          "CODEACT_SHARED_DIR and VOLUME_DRIVER={} both name the sandboxes' storage: set one",
+          *driver));
+    }
+    CODEACT_TRY_STATUS(prepare_shared_sandbox_dir(*shared, id, kSandboxUid, kSandboxGid));
+  }
   auto existing = docker_->inspect_volume(volume_name(id));
   if (existing.ok()) {
     std::string disk = label_or(existing->labels, kDiskLabel);
@@ -589,9 +642,13 @@ Result<std::string> SandboxManager::Impl::ensure_volume(const SandboxOptions& op
   if (!local) {
     if (explicit_limit) {
       return core::invalid_argument(fmt::format(
-          "--disk {}: disk limits need a local volume, and VOLUME_DRIVER makes this one {}; that "
-          "storage's own quota applies (use --disk none)",
-          want, spec.driver_opts.count("type") ? spec.driver_opts.at("type") : spec.driver));
+          "--disk {}: disk limits need a local volume, and {}; that storage's own quota applies "
+          "(use --disk none)",
+          want,
+          shared
+              ? "CODEACT_SHARED_DIR puts this one on the shared storage"
+              : "VOLUME_DRIVER makes this one " +
+                    (spec.driver_opts.count("type") ? spec.driver_opts.at("type") : spec.driver)));
     }
     CODEACT_TRY_STATUS(docker_->create_volume(spec));
     return std::string();
@@ -651,10 +708,11 @@ Result<bool> SandboxManager::Impl::ensure_disk_attached(const std::string& id) {
 }
 
 Status SandboxManager::Impl::create_container(const SandboxOptions& options,
-                                              const std::string& image, const std::string& disk) {
+                                              const std::string& image, const std::string& disk,
+                                              int64_t epoch) {
   CODEACT_TRY_STATUS(prepare_kernel_dir(options.id));
   const std::string token = random_token();
-  CODEACT_TRY(ContainerSpec spec, container_spec(options, image, token, disk));
+  CODEACT_TRY(ContainerSpec spec, container_spec(options, image, token, disk, epoch));
   forget_auth(options.id);
   CODEACT_TRY_STATUS(docker_->create_container(spec));
   {
@@ -676,12 +734,48 @@ Status SandboxManager::Impl::recreate_container(const std::string& id, const Con
     o.image = "";
     CODEACT_TRY(image, ensure_image(o));
   }
-  return create_container(o, image, disk);
+  return create_container(o, image, disk, label_epoch(c));
+}
+
+Result<int64_t> SandboxManager::Impl::place_here(const std::string& id) {
+  CODEACT_TRY(std::optional<std::string> shared,
+              shared_dir_from([this](const std::string& k) { return env(k); }));
+  if (!shared) return int64_t{0};
+  CODEACT_TRY(Placement placed,
+              take_placement(*shared, id, options_.host_id.empty() ? "?" : options_.host_id));
+  return placed.epoch;
+}
+
+core::Error SandboxManager::Impl::fenced(const std::string& id, const ContainerInfo& c) {
+  std::optional<Placement> moved = moved_away(id, c);
+  core::log().warn(
+      "sandbox \"{}\": placed on host {} since this host's container was made; "
+      "removing the container (its state stays on the shared storage)",
+      id, moved ? moved->host : "?");
+  (void)docker_->remove_container(container_name(id), {.force = true});
+  forget_auth(id);
+  return core::failed_precondition(fmt::format(
+      "sandbox \"{}\" was placed on host {}{}, so this host no longer runs it (its container "
+      "here was removed without committing anything; the state on the shared storage is the new "
+      "owner's)",
+      id, moved ? moved->host : "another host",
+      moved ? fmt::format(" (ownership epoch {})", moved->epoch) : std::string()));
+}
+
+std::optional<Placement> SandboxManager::Impl::moved_away(const std::string& id,
+                                                          const ContainerInfo& c) {
+  const std::string root = label_or(c.labels, kSharedDirLabel);
+  const int64_t mine = label_epoch(c);
+  if (root.empty() || mine == 0) return std::nullopt;
+  Placement newest = newest_placement(root, id);
+  if (newest.epoch > mine) return newest;
+  return std::nullopt;
 }
 
 Status SandboxManager::Impl::start_container(const std::string& id) {
   auto c = docker_->inspect_container(container_name(id));
   if (!c.ok()) return c.error();
+  if (moved_away(id, *c)) return fenced(id, *c);
   if (label_or(c->labels, kLayoutLabel) != kLayout) {
     core::log().info(
         "sandbox \"{}\": recreating its container, made by an older codeact (state kept)", id);
@@ -690,7 +784,7 @@ Status SandboxManager::Impl::start_container(const std::string& id) {
   CODEACT_TRY(bool removed, ensure_disk_attached(id));
   if (removed) {
     SandboxOptions o = options_from_labels(id, *c);
-    return create_container(o, c->config_image, label_or(c->labels, kDiskLabel));
+    return create_container(o, c->config_image, label_or(c->labels, kDiskLabel), label_epoch(*c));
   }
   ::unlink(socket_path(id).c_str());
   Status started = docker_->start_container(container_name(id));
@@ -766,6 +860,8 @@ Result<Json> SandboxManager::Impl::wait_ready(const std::string& id) {
     auto info = docker_->inspect_container(container_name(id));
     if (!info.ok()) return info.error();
     if (!info->state.running) {
+      // (76 from a cell's own os._exit is not a fence: no newer placement exists then.)
+      if (info->state.exit_code == kExitFenced && moved_away(id, *info)) return fenced(id, *info);
       auto logs = docker_->logs(container_name(id), {.tail = "20"});
       std::string tail = logs.ok() ? logs->stderr_text + logs->stdout_text : "";
       return core::unavailable(fmt::format("sandbox \"{}\": {} before answering{}{}", id,
@@ -820,12 +916,23 @@ Result<SandboxInfo> SandboxManager::Impl::start(const SandboxOptions& in) {
           "a container named {} exists but was not created by codeact; remove or rename it",
           container_name(id)));
     }
+    std::optional<Placement> moved = moved_away(id, *existing);
     bool network_changed =
         label_or(existing->labels, "io.codeact.network") != (options.network ? "1" : "0");
     bool image_changed = existing->config_image != image;
     bool old_layout = label_or(existing->labels, kLayoutLabel) != kLayout;
-    if (((network_changed || image_changed) && (!in.system_packages.empty() || in.network)) ||
-        old_layout) {
+    if (moved) {
+      // Placed on another host since this container was made: starting it here places it here
+      // again, in a new container with a new epoch, from its state on the shared storage.
+      CODEACT_TRY_STATUS(docker_->remove_container(container_name(id), {.force = true}));
+      forget_auth(id);
+      notice = fmt::format(
+          "the sandbox had been placed on host {} (epoch {}) since this host last ran it; it is "
+          "placed here again, with its state on the shared storage",
+          moved->host, moved->epoch);
+    } else if (((network_changed || image_changed) &&
+                (!in.system_packages.empty() || in.network)) ||
+               old_layout) {
       // Asked for something the current container cannot give, or made by an older codeact:
       // recreate it; state is on the volume.
       CODEACT_TRY_STATUS(docker_->remove_container(container_name(id), {.force = true}));
@@ -857,7 +964,8 @@ Result<SandboxInfo> SandboxManager::Impl::start(const SandboxOptions& in) {
       if (!volume_notice.empty()) notice += (notice.empty() ? "" : "; ") + volume_notice;
       CODEACT_TRY_STATUS(ensure_disk_attached(id));
     }
-    CODEACT_TRY_STATUS(create_container(options, image, disk));
+    CODEACT_TRY(int64_t epoch, persistence ? place_here(id) : Result<int64_t>(int64_t{0}));
+    CODEACT_TRY_STATUS(create_container(options, image, disk, epoch));
   }
 
   CODEACT_TRY(Json hello, wait_ready(id));
@@ -920,6 +1028,8 @@ Result<SandboxInfo> SandboxManager::Impl::info(const std::string& id) {
   info.system_packages = split_list(label_or(c->labels, "io.codeact.system-packages"));
   info.disk = label_or(c->labels, kDiskLabel);
   info.host = label_or(c->labels, kHostLabel);
+  info.epoch = label_epoch(*c);
+  if (info.epoch > 0) info.shared_dir = label_or(c->labels, kSharedDirLabel);
   return info;
 }
 
@@ -977,6 +1087,9 @@ Status SandboxManager::Impl::remove(const std::string& id, bool volume) {
       had_volume = true;
       CODEACT_TRY_STATUS(docker_->remove_volume(volume_name(id), true));
     }
+    CODEACT_TRY(bool had_shared,
+                remove_shared_state(id, v.ok() ? label_or(v->labels, kSharedDirLabel) : ""));
+    had_volume = had_volume || had_shared;
     // The disk image (and its loop device) go with the volume.
     const std::string image = disk_image(id);
     if (fs::exists(image, ec)) {
@@ -1025,6 +1138,23 @@ Result<std::vector<std::string>> SandboxManager::Impl::cleanup(bool volumes) {
     removed.push_back(s.id);
   }
   return removed;
+}
+
+Result<std::vector<std::string>> SandboxManager::Impl::reap_moved() {
+  ContainerListOptions lo;
+  lo.filters["label"] = {std::string(kSandboxLabel) + "=1", std::string(kEpochLabel)};
+  CODEACT_TRY(auto containers, docker_->list_containers(lo));
+  std::vector<std::string> reaped;
+  for (const auto& summary : containers) {
+    const std::string id = label_or(summary.labels, kSandboxIdLabel);
+    if (id.empty()) continue;
+    std::lock_guard lock(lock_for(id));
+    auto c = docker_->inspect_container(container_name(id));
+    if (!c.ok() || c->id != summary.id || !moved_away(id, *c)) continue;
+    (void)fenced(id, *c);
+    reaped.push_back(id);
+  }
+  return reaped;
 }
 
 Result<Json> SandboxManager::Impl::ensure_running(const std::string& id, std::string* notice) {
@@ -1527,6 +1657,19 @@ Status SandboxManager::Impl::define(const std::string& id, const std::string& so
   return core::ok_status();
 }
 
+Result<bool> SandboxManager::Impl::remove_shared_state(const std::string& id,
+                                                       const std::string& volume_shared_dir) {
+  CODEACT_TRY(std::optional<std::string> shared,
+              shared_dir_from([this](const std::string& k) { return env(k); }));
+  bool removed = false;
+  for (const std::string& root : {shared.value_or(""), volume_shared_dir}) {
+    if (root.empty()) continue;
+    CODEACT_TRY(bool here, remove_shared_sandbox_dir(root, id));
+    removed = removed || here;
+  }
+  return removed;
+}
+
 Result<std::vector<VolumeInfo>> SandboxManager::Impl::list_volumes() {
   return docker_->list_volumes({{"label", {std::string(kSandboxLabel) + "=1"}}});
 }
@@ -1550,6 +1693,7 @@ Status SandboxManager::Impl::remove_volume(const std::string& id) {
         fmt::format("volume {} was not created by codeact; not removing it", volume_name(id)));
   }
   CODEACT_TRY_STATUS(docker_->remove_volume(volume_name(id), true));
+  CODEACT_TRY_STATUS(remove_shared_state(id, label_or(v->labels, kSharedDirLabel)));
   std::error_code ec;
   const std::string image = disk_image(id);
   if (fs::exists(image, ec)) {
@@ -1577,6 +1721,7 @@ Result<std::vector<SandboxInfo>> SandboxManager::list() { return impl_->list(); 
 Result<std::vector<std::string>> SandboxManager::cleanup(bool volumes) {
   return impl_->cleanup(volumes);
 }
+Result<std::vector<std::string>> SandboxManager::reap_moved() { return impl_->reap_moved(); }
 Result<ExecuteResult> SandboxManager::execute(const std::string& id, const ExecuteRequest& r) {
   return impl_->execute(id, r);
 }

@@ -25,6 +25,8 @@ Json SandboxInfo::to_json() const {
               {"system_packages", system_packages},
               {"disk", disk.empty() ? Json(nullptr) : Json(disk)},
               {"host", host.empty() ? Json(nullptr) : Json(host)},
+              {"shared_dir", shared_dir.empty() ? Json(nullptr) : Json(shared_dir)},
+              {"epoch", epoch > 0 ? Json(epoch) : Json(nullptr)},
               {"cell", cell},
               {"restore_errors", restore_errors},
               {"lost", lost},

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <random>
 
 #include "codeact/core/config.hpp"
@@ -407,6 +409,82 @@ TEST_F(SandboxManagerTest, AContainerMadeByAnOlderCodeactIsRecreatedWithItsState
   ASSERT_TRUE(now.ok());
   EXPECT_EQ(now->labels["io.codeact.layout"], "2");
   EXPECT_FALSE(std::filesystem::exists(run_dir));  // the writable directory is gone
+}
+
+}  // namespace
+
+namespace {
+
+// CODEACT_SHARED_DIR (shared_storage.hpp): a sandbox's state lives in its own subdirectory of the
+// directory every host mounts, so an engine that never ran it (here: the same engine after its
+// container and volume definitions are gone, as on another host) starts it with its state.
+TEST_F(SandboxManagerTest, WithASharedDirectoryStateLivesThereAndAnotherEngineResumesFromIt) {
+  const std::string shared = ::testing::TempDir() + "shared-" + id_;
+  std::filesystem::create_directories(shared);
+  SandboxManagerOptions mo;
+  mo.env = [shared](const std::string& k) -> std::optional<std::string> {
+    if (k == "CODEACT_SHARED_DIR") return shared + "/";  // a trailing slash is fine
+    return core::getenv_string(k);
+  };
+  manager_ = std::make_unique<SandboxManager>(docker_, mo);
+  SandboxInfo first = start();
+  EXPECT_EQ(first.shared_dir, shared);
+  EXPECT_EQ(first.epoch, 1) << "the first placement";
+  ASSERT_TRUE(run("x = 41\nopen('/output/note.txt', 'w').write('kept')").ok);
+  // The state is in the sandbox's own subdirectory, owned by the sandbox user.
+  struct stat st {};
+  ASSERT_EQ(::stat((shared + "/" + id_).c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, static_cast<uid_t>(kSandboxUid));
+  EXPECT_TRUE(std::filesystem::exists(shared + "/" + id_ + "/" + id_ + "/output/note.txt"));
+  // The sandbox sees its own subdirectory only (its workspace, and its placements).
+  auto listing = run("import os\nsorted(n for n in os.listdir('/persistent-storage'))");
+  EXPECT_EQ(listing.result.value_or(""), "['.current', '.owner', '" + id_ + "']");
+
+  // Gone from this engine, container and volume (what another host has never had).
+  ASSERT_TRUE(docker_->remove_container(SandboxManager::container_name(id_), {.force = true}).ok());
+  ASSERT_TRUE(docker_->remove_volume(SandboxManager::volume_name(id_), true).ok());
+  SandboxInfo second = start();
+  EXPECT_EQ(second.epoch, 2) << "a new placement";
+  EXPECT_EQ(second.cell, 2);
+  auto again = run("x + 1, open('/output/note.txt').read()");
+  EXPECT_EQ(again.result.value_or(""), "(42, 'kept')") << (again.error ? again.error->message : "");
+
+  // Removing the sandbox with its volume removes its state on the shared storage.
+  ASSERT_TRUE(manager_->remove(id_, /*volume=*/true).ok());
+  EXPECT_FALSE(std::filesystem::exists(shared + "/" + id_));
+  std::filesystem::remove_all(shared);
+}
+
+TEST_F(SandboxManagerTest, ASharedDirectoryThatIsMissingOrBesideNfsIsRefusedWithTheReason) {
+  SandboxManagerOptions mo;
+  // Shared with the manager, which TearDown still uses.
+  auto env_ptr = std::make_shared<std::map<std::string, std::string>>();
+  auto& env = *env_ptr;
+  env = {{"CODEACT_SHARED_DIR", "/nonexistent/codeact-shared"}};
+  mo.env = [env_ptr](const std::string& k) -> std::optional<std::string> {
+    auto it = env_ptr->find(k);
+    return it == env_ptr->end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  manager_ = std::make_unique<SandboxManager>(docker_, mo);
+  SandboxOptions o;
+  o.id = id_;
+  auto missing = manager_->start(o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("/nonexistent/codeact-shared is not a directory"),
+            std::string::npos)
+      << missing.error().message();
+
+  env = {{"CODEACT_SHARED_DIR", "/tmp"}, {"VOLUME_DRIVER", "nfs"}};
+  auto both = manager_->start(o);
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.error().code(), core::Code::kInvalidArgument);
+  EXPECT_NE(both.error().message().find("set one"), std::string::npos) << both.error().message();
+
+  env = {{"CODEACT_SHARED_DIR", "relative/dir"}};
+  auto relative = manager_->start(o);
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.error().message().find("absolute path"), std::string::npos);
+  env.clear();
 }
 
 }  // namespace

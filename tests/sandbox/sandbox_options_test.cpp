@@ -78,6 +78,16 @@ TEST(SandboxOptions, VolumesAreLocalByDefaultAndNfsWhenAsked) {
   EXPECT_EQ(nfs.driver_opts.at("device"), ":/exports/wf");
 }
 
+TEST(SandboxOptions, ASharedDirectoryBindsTheSandboxsOwnSubdirectory) {
+  auto shared = manager_with_env({{"CODEACT_SHARED_DIR", "/mnt/codeact//"}}).volume_spec("abc");
+  EXPECT_EQ(shared.name, "workflow-abc");
+  EXPECT_EQ(shared.driver, "local");
+  EXPECT_EQ(shared.driver_opts.at("type"), "none");
+  EXPECT_EQ(shared.driver_opts.at("o"), "bind,nosuid,nodev");
+  EXPECT_EQ(shared.driver_opts.at("device"), "/mnt/codeact/abc");
+  EXPECT_EQ(shared.labels.at("io.codeact.shared-dir"), "/mnt/codeact");
+}
+
 TEST(SandboxOperations, TheSeedsSixteenTaskNamesAndArgumentKinds) {
   auto names = list_tasks();
   ASSERT_EQ(names.size(), 16u);

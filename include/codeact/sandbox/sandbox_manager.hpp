@@ -4,10 +4,11 @@
 // A sandbox is identified by a user-chosen id (`[A-Za-z0-9][A-Za-z0-9_.-]{0,62}`) and made of
 //   - a named volume `workflow-{id}` mounted at /persistent-storage (state under
 //     /persistent-storage/{id}/state/, the agent's files under /persistent-storage/{id}/output/,
-//     also visible at /output), which outlives containers. On a local volume it is a size-limited
-//     ext4 file system (--disk, default 10g) in <data_dir>/sandboxes/{id}/disk.ext4 on a loop
-//     device, so a sandbox cannot fill the host's disk; a full disk is an error in the cell, and
-//     the state committed before it stays intact;
+//     also visible at /output), which outlives containers (with CODEACT_SHARED_DIR it binds
+//     <dir>/{id} on the storage every host mounts: shared_storage.hpp). On a local volume it is a
+//     size-limited ext4 file system (--disk, default 10g) in <data_dir>/sandboxes/{id}/disk.ext4
+//     on a loop device, so a sandbox cannot fill the host's disk; a full disk is an error in the
+//     cell, and the state committed before it stays intact;
 //   - a hardened container `codeact-{id}`: all capabilities dropped but SETUID/SETGID/SETPCAP,
 //     which the kernel's start-up uses once to empty the bounding set and drop to the non-root
 //     sandbox user (uid 1000) for good (no root process and no capability remain); the
@@ -78,7 +79,7 @@ struct SandboxManagerOptions {
   // Image progress (first-use build) goes here; null = silent.
   std::function<void(std::string_view)> progress;
   // Environment lookup for ENABLE_PERSISTENCE, VOLUME_DRIVER, NFS_SERVER, NFS_PATH,
-  // CODEACT_DURABILITY. Null = the process environment.
+  // CODEACT_SHARED_DIR (shared_storage.hpp), CODEACT_DURABILITY. Null = the process environment.
   std::function<std::optional<std::string>(const std::string&)> env;
 };
 
@@ -140,6 +141,11 @@ class SandboxManager final : public SandboxBackend {
 
   // Removes every container this codeact created (volumes kept unless `volumes`).
   core::Result<std::vector<std::string>> cleanup(bool volumes = false);
+  // On shared storage: removes this engine's containers whose sandbox was placed on another
+  // host since (a newer ownership epoch, shared_storage.hpp), running or not; their state stays.
+  // Returns the sandbox ids. A worker calls it periodically (a host that was cut off and came
+  // back leaves no container behind).
+  core::Result<std::vector<std::string>> reap_moved();
   // Raw kernel operation (with recovery), for callers that need one not wrapped above.
   core::Result<Json> kernel_call(const std::string& id, const std::string& op, Json fields,
                                  std::chrono::milliseconds timeout = std::chrono::minutes(5));
@@ -161,7 +167,10 @@ class SandboxManager final : public SandboxBackend {
   static core::Status validate_system_package(const std::string& name);
   // A --disk value: "", "none" or a size of at least 16m.
   static core::Status validate_disk(const std::string& disk);
-  // The volume to create for a sandbox given VOLUME_DRIVER / NFS_SERVER / NFS_PATH.
+  // The volume to create for a sandbox given CODEACT_SHARED_DIR (a bind of <dir>/<id>, labelled
+  // io.codeact.shared-dir) or VOLUME_DRIVER / NFS_SERVER / NFS_PATH. Starting a sandbox refuses
+  // CODEACT_SHARED_DIR beside a VOLUME_DRIVER other than local, and makes <dir>/<id> (the
+  // sandbox user's); `remove(id, true)` removes it with the volume.
   VolumeSpec volume_spec(const std::string& id) const;
 
  private:

@@ -55,9 +55,11 @@ struct SandboxInfo {
   bool resumed = false;  // start() found an existing sandbox
   std::vector<std::string> python_packages;
   std::vector<std::string> system_packages;
-  std::string disk;                  // its disk limit ("10g"); "" = none
-  std::string host;                  // the host that created it (its label); "" = not known
-  int64_t cell = 0;                  // last committed cell (when the kernel was asked)
+  std::string disk;        // its disk limit ("10g"); "" = none
+  std::string host;        // the host that created it (its label); "" = not known
+  std::string shared_dir;  // CODEACT_SHARED_DIR its state is under (any host can start it); ""
+  int64_t epoch = 0;       // its container's ownership epoch on shared storage; 0 = none
+  int64_t cell = 0;        // last committed cell (when the kernel was asked)
   std::vector<Json> restore_errors;  // {name, reason} reported by the kernel on restore
   std::vector<Json> lost;            // {name, reason}: names the restore could not bring back
   std::string notice;  // what the backend did or could not do, for the user (e.g. no disk limit)

@@ -30,6 +30,8 @@ of the package, one idea each:
     workers.py         the fixed thread pools
     values.py          how values appear in replies (repr, JSON, type names)
     atomic_files.py    durable small-file writes
+    ownership.py       ownership epochs on shared storage: a kernel whose sandbox was placed
+                       on another host exits instead of committing (fencing)
     prctl.py, log.py   prctl(2) through ctypes; the kernel's own log (the container log)
 
 It keeps one namespace alive across cells, snapshots it to the sandbox's volume after every
@@ -45,7 +47,9 @@ Invocation (the package directory, or -m with its parent on sys.path)
     CODEACT_STATE_CHUNK_BYTES = chunk size of big arrays in the snapshot (default 16777216;
     0 = arrays pickled whole, the version 1 way), CODEACT_SLOW_SAVE_SECONDS = how long a save
     takes before the reply gets a notice about it (default 1),
-    CODEACT_KERNEL_TOKEN (64 hex digits; when set, every connection must authenticate first).
+    CODEACT_KERNEL_TOKEN (64 hex digits; when set, every connection must authenticate first),
+    CODEACT_EPOCH (digits: this container's ownership epoch on shared storage, ownership.py;
+    unset = no fencing).
     Start: take CODEACT_KERNEL_TOKEN out of the environment (os.environ, posix.environ, the
     process's environment block); started as uid 0 (the container: User 0:0, only CAP_SETUID,
     CAP_SETGID and CAP_SETPCAP, no-new-privileges, no docker init, /run/codeact a host-owned
@@ -66,8 +70,10 @@ Invocation (the package directory, or -m with its parent on sys.path)
     chdir to workspace/output; start every thread (server, output, stream, watchdog, pools) and
     the process supervisor; restore state; serve; print "codeact-kernel ready" on stderr.
     Exit statuses: 0 after shutdown; 75 (EX_TEMPFAIL) when a cell closed the kernel's listening
-    socket (see Descriptors); 2 for bad arguments or environment; 70 when privileges could not
-    be dropped; otherwise whatever a cell did (os._exit) or the signal that killed it.
+    socket (see Descriptors); 76 when a newer placement owns the sandbox (ownership.py: at
+    start-up, before a commit, or while idle; nothing is committed); 2 for bad arguments or
+    environment; 70 when privileges could not be dropped; otherwise whatever a cell did
+    (os._exit) or the signal that killed it.
 
 Wire protocol (version 2)
     Unix stream socket; several connections at once. Frame = 4-byte big-endian unsigned length +

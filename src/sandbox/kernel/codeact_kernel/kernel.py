@@ -19,6 +19,7 @@ from .file_ops import Workspace
 from .log import log
 from .namespace import Namespace
 from .output_capture import OutputRouter
+from .ownership import Ownership
 from .process_ops import ProcessOps
 from .protocol import PROTOCOL_VERSION, OpError, Server, answer, bind_listener, error_reply
 from .provided import ProvidedLog
@@ -59,6 +60,8 @@ class Kernel:
         self.init_pid = init_pid
         self.ws = Workspace(workspace, fsync)
         self.store = StateStore(self.ws.state_dir, fsync)
+        self.ownership = Ownership(storage, os.environ.get("CODEACT_EPOCH"))
+        self.store.fence = self.ownership.check
         self.bridge = Bridge()
         self.names = Namespace(self.store, persistence, self.bridge)
         state_store.bind_namespace(self.names.ns)
@@ -101,6 +104,8 @@ class Kernel:
 
     def start(self):
         t0 = time.perf_counter()
+        self.ownership.check("starting")  # another host owns the sandbox: exit, restore nothing
+        self.ownership.watch()
         self.ws.create()
         self._point_current()
         python_dir = self.ws.python_dir
@@ -323,6 +328,10 @@ def main(argv=None):
     if durability not in ("fsync", "rename"):
         sys.stderr.write("codeact-kernel: CODEACT_DURABILITY must be fsync or rename, got %r\n"
                          % durability)
+        return 2
+    epoch = os.environ.get("CODEACT_EPOCH", "").strip()
+    if epoch and not epoch.isdigit():
+        sys.stderr.write("codeact-kernel: CODEACT_EPOCH must be digits, got %r\n" % epoch)
         return 2
     persistence = os.environ.get("CODEACT_PERSISTENCE", "1").strip().lower() not in (
         "0", "false", "no", "off")

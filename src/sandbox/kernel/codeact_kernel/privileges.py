@@ -22,9 +22,11 @@ SANDBOX_UID = 1000
 SANDBOX_GID = 1000
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 EXIT_LOST_SOCKET = 75  # EX_TEMPFAIL: the kernel lost its socket, restart from the snapshot
+EXIT_FENCED = 76  # another host owns the sandbox now (ownership.py)
 EXIT_EXPLAINED = {
     EXIT_LOST_SOCKET: ": a cell closed the kernel's socket (its file descriptors); restart the "
                       "sandbox from its snapshot",
+    EXIT_FENCED: ": the sandbox was placed on another host; this container must not run it",
     137: " (killed: SIGKILL, out of memory?)",
 }
 

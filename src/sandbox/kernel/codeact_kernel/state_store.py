@@ -259,6 +259,9 @@ class StateStore:
         self.log = CheckpointLog(state_dir, fsync)  # every commit's checkpoint
         self.blobs_dir = os.path.join(state_dir, "blobs")
         self.tree = {}  # the /output tree of the current checkpoint (output_tree.py)
+        # Called with what is about to be committed, right before the manifest is replaced (the
+        # commit point): Ownership.check, which exits when the sandbox moved (ownership.py).
+        self.fence = None
 
     def load_manifest(self):
         try:
@@ -331,6 +334,8 @@ class StateStore:
             write_all(fd, data, self.fsync)
         finally:
             os.close(fd)
+        if self.fence is not None:
+            self.fence("committing cell %d" % cell)  # exits when another host owns the sandbox
         if os.environ.get("CODEACT_TEST_CRASH_BEFORE_COMMIT") == "1":
             os._exit(137)
         os.replace(tmp, self.manifest_path)
