@@ -1,6 +1,7 @@
 // `codeact doctor`: checks what codeact needs and says what to fix (in codeact-full: it reaches
 // Temporal).
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "codeact/sandbox/docker_client.hpp"
 #include "codeact/sandbox/host_id.hpp"
 #include "codeact/sandbox/image_builder.hpp"
+#include "codeact/sandbox/shared_storage.hpp"
 #include "codeact/temporal/dev_server.hpp"
 
 namespace codeact::cli {
@@ -115,11 +117,32 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
       ok(fmt::format("host id {} (a worker here takes its sandboxes' work from task queue {})",
                      host, durable::host_task_queue(durable::default_task_queue(), host)));
     }
+    auto shared = sandbox::shared_dir_from(core::getenv_string);
     const bool nfs = core::getenv_string("VOLUME_DRIVER").value_or("") == "nfs";
-    warn(nfs ? "storage: NFS volumes, reachable from every host"
-             : "storage: this host's local Docker volumes",
-         std::string(nfs ? "failover to another host is not built yet: "
-                         : "failover is not possible: ") +
+    if (!shared.ok()) {
+      bad(shared.error().message(), "set it to the directory every host mounts, or unset it");
+    } else if (*shared && nfs) {
+      bad("CODEACT_SHARED_DIR and VOLUME_DRIVER=nfs both name the sandboxes' storage",
+          "set one of them");
+    } else if (*shared) {
+      struct stat st {};
+      if (::stat((*shared)->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        bad(fmt::format("CODEACT_SHARED_DIR {} is not a directory on this host", **shared),
+            "mount the shared storage there (every host at the same path)");
+      }
+    }
+    const bool is_shared = shared.ok() && *shared;
+    const std::string storage =
+        is_shared ? fmt::format(
+                        "storage: shared directory {} (CODEACT_SHARED_DIR), one "
+                        "subdirectory per sandbox, reachable from every host mounting it",
+                        **shared)
+        : nfs ? std::string("storage: NFS volumes, reachable from every host")
+              : std::string("storage: this host's local Docker volumes");
+    warn(storage,
+         std::string(is_shared || nfs ? "a sandbox can be started again on another host with its "
+                                        "state, but automatic failover is not built yet: "
+                                      : "failover is not possible: ") +
              "a run whose sandbox's host is lost fails after "
              "durable.activities.host_timeout_seconds (default 600) and says so; a run pinned "
              "to the host (`codeact run --host`) goes on when it is back (docs/deploy.md)");

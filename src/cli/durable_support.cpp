@@ -10,6 +10,7 @@
 #include "codeact/core/cancel.hpp"
 #include "codeact/core/config.hpp"
 #include "codeact/durable/durable_config.hpp"
+#include "codeact/sandbox/host_id.hpp"
 
 namespace codeact::cli {
 namespace {
@@ -18,6 +19,15 @@ core::CancelToken g_interrupt;
 extern "C" void on_interrupt(int) { g_interrupt.cancel(); }
 
 }  // namespace
+
+CLI::Validator host_id_validator() {
+  return CLI::Validator(
+      [](const std::string& v) {
+        auto ok = sandbox::validate_host_id(v);
+        return ok.ok() ? std::string() : ok.error().message();
+      },
+      "HOST_ID");
+}
 
 void add_durable_flags(CLI::App* cmd, DurableFlags& flags, bool hosts_worker_optionally) {
   cmd->add_option("--temporal", flags.temporal,
@@ -28,7 +38,8 @@ void add_durable_flags(CLI::App* cmd, DurableFlags& flags, bool hosts_worker_opt
   cmd->add_option("--host-id", flags.host_id,
                   "This machine's host id for the worker this process runs: the sandboxes it "
                   "starts live on this Docker engine, and their work comes to it through task "
-                  "queue QUEUE@ID (default: $CODEACT_HOST_ID, else the host name; docs/deploy.md)");
+                  "queue QUEUE@ID (default: $CODEACT_HOST_ID, else the host name; docs/deploy.md)")
+      ->check(host_id_validator());
   if (hosts_worker_optionally) {
     cmd->add_flag(
         "--no-worker", flags.no_worker,
@@ -67,7 +78,9 @@ core::Result<std::unique_ptr<DurableSession>> open_session(const DurableFlags& f
     o.builder = builder;
     o.host_id = flags.host_id;
     o.progress = say;
-    CODEACT_TRY(o.backend, make_manager(builder.config.source, flags.host_id));
+    CODEACT_TRY(auto manager, make_manager(builder.config.source, flags.host_id));
+    o.backend = manager;
+    session->reaper = std::make_unique<sandbox::MovedSandboxReaper>(manager);
     auto runner = durable::CodeActWorkerRunner::create(std::move(o));
     if (!runner.ok()) return explain(runner.error());
     session->worker = std::move(*runner);

@@ -13,6 +13,7 @@
 #include "codeact/durable/endpoint.hpp"
 #include "codeact/durable/runner.hpp"
 #include "codeact/durable/workflows.hpp"
+#include "codeact/sandbox/moved_sandbox_reaper.hpp"
 #include "codeact/temporal/client.hpp"
 #include "codeact/temporal/worker.hpp"
 #include "live_view.hpp"
@@ -26,6 +27,9 @@ struct DurableFlags {
   std::string host_id;     // --host-id of the worker this process hosts ("" = the default)
 };
 
+// Checks a host id option (--host-id, --host): sandbox::validate_host_id's message when bad.
+CLI::Validator host_id_validator();
+
 // Adds --temporal, --task-queue and --host-id (and --no-worker when `hosts_worker_optionally`).
 void add_durable_flags(CLI::App* cmd, DurableFlags& flags, bool hosts_worker_optionally);
 std::string task_queue_of(const DurableFlags& flags);
@@ -34,6 +38,8 @@ struct DurableSession {
   durable::TemporalEndpoint endpoint;
   std::optional<temporal::Client> client;
   std::unique_ptr<durable::CodeActWorkerRunner> worker;  // set when this process hosts one
+  // With the worker: removes containers of sandboxes placed on another host since.
+  std::unique_ptr<sandbox::MovedSandboxReaper> reaper;
 };
 
 // Resolves and connects to Temporal (progress lines to stderr) and, with `host_worker`, starts a

@@ -20,7 +20,6 @@
 #include "codeact/core/cancel.hpp"
 #include "codeact/core/json.hpp"
 #include "codeact/mcp/server_config.hpp"
-#include "codeact/sandbox/host_id.hpp"
 #include "durable_support.hpp"
 #include "live_view.hpp"
 
@@ -368,10 +367,7 @@ void add_run_command(CLI::App& app, ExitCode& exit) {
                   "Start the sandbox on this host (a worker's --host-id) instead of on the host "
                   "of the first worker that takes it; with the same --workflow-id, resumes a "
                   "sandbox left there")
-      ->check([](const std::string& v) {
-        auto ok = sandbox::validate_host_id(v);
-        return ok.ok() ? std::string() : ok.error().message();
-      });
+      ->check(host_id_validator());
   cmd->add_option("--config", f->config, "app_conf.yml to use");
   cmd->add_option("--prompts", f->prompts, "agent_prompts.yml to use");
   cmd->add_flag("--json", f->json,

@@ -20,7 +20,6 @@
 #include "codeact/core/json.hpp"
 #include "codeact/durable/chat_fork.hpp"
 #include "codeact/durable/sandbox_host.hpp"
-#include "codeact/sandbox/host_id.hpp"
 #include "durable_support.hpp"
 #include "stop_signals.hpp"
 
@@ -49,6 +48,7 @@ int run_worker(const WorkerFlags& f) {
   auto manager = make_manager(f.config, f.durable.host_id);
   if (!manager.ok()) return report(manager.error());
   o.backend = *manager;
+  sandbox::MovedSandboxReaper reaper(*manager);
   auto runner = durable::CodeActWorkerRunner::create(std::move(o));
   if (!runner.ok()) return report(runner.error());
   auto started = (*runner)->start();
@@ -271,10 +271,7 @@ void add_worker_commands(CLI::App& app, ExitCode& exit) {
   c->add_option("--host", cf->host,
                 "Start the sandbox on this host (a worker's --host-id; a fork starts beside its "
                 "source's sandbox)")
-      ->check([](const std::string& v) {
-        auto ok = sandbox::validate_host_id(v);
-        return ok.ok() ? std::string() : ok.error().message();
-      });
+      ->check(host_id_validator());
   c->add_option("--idle-timeout", cf->idle_timeout,
                 "End the chat after this many seconds without a message")
       ->check(CLI::PositiveNumber)

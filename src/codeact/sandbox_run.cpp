@@ -48,11 +48,12 @@ Result<SandboxStarted> start_sandbox(sandbox::SandboxBackend& backend, const San
     if (fork) {
       CODEACT_TRY(auto forked, backend.fork(plan.fork_from->sandbox, plan.fork_from->checkpoint,
                                             plan.sandbox_id));
-      return SandboxStarted{false, forked.sandbox.volume};
+      return SandboxStarted{false, forked.sandbox.volume, "", !forked.sandbox.shared_dir.empty(),
+                            forked.sandbox.cell};
     }
   }
   CODEACT_TRY(auto info, backend.start(plan.start_options()));
-  return SandboxStarted{info.resumed, info.volume};
+  return SandboxStarted{info.resumed, info.volume, "", !info.shared_dir.empty(), info.cell};
 }
 
 core::Status end_sandbox(sandbox::SandboxBackend& backend, const std::string& sandbox_id,

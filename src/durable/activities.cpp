@@ -106,8 +106,8 @@ CodeActActivities::~CodeActActivities() = default;
 
 Result<SandboxStartOutput> CodeActActivities::sandbox_start(const SandboxStartInput& in) {
   CODEACT_TRY(auto started, codeact::start_sandbox(*state_->env->backend, in.plan));
-  return SandboxStartOutput{in.plan.sandbox_id, started.resumed, started.volume,
-                            state_->env->host_id};
+  return SandboxStartOutput{in.plan.sandbox_id,   started.resumed, started.volume,
+                            state_->env->host_id, started.shared,  started.cell};
 }
 
 Result<SandboxFilesOutput> CodeActActivities::sandbox_files(const SandboxFilesInput& in) {

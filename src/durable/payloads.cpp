@@ -730,6 +730,10 @@ Result<SandboxStartInput> SandboxStartInput::from_json(const Json& j) {
 Json SandboxStartOutput::to_json() const {
   Json j{{"sandbox_id", sandbox_id}, {"resumed", resumed}, {"volume", volume}};
   if (!host.empty()) j["host"] = host;
+  if (shared) {
+    j["shared"] = true;
+    j["cell"] = cell;
+  }
   return j;
 }
 
@@ -741,6 +745,8 @@ Result<SandboxStartOutput> SandboxStartOutput::from_json(const Json& j) {
   CODEACT_TRY_STATUS(r.optional("resumed", o.resumed));
   CODEACT_TRY_STATUS(r.optional("volume", o.volume));
   CODEACT_TRY_STATUS(r.optional("host", o.host));
+  CODEACT_TRY_STATUS(r.optional("shared", o.shared));
+  CODEACT_TRY_STATUS(r.optional("cell", o.cell));
   CODEACT_TRY_STATUS(r.finish());
   return o;
 }

@@ -23,10 +23,39 @@ ActivityRoute SandboxHost::route() const {
 void SandboxHost::learn(std::string_view activity, const core::Json& result) {
   if (activity != kSandboxStartActivity) return;
   std::string host = core::json_string(result, "host");
-  if (!host.empty()) host_ = std::move(host);
+  if (host.empty()) return;
+  host_ = std::move(host);
+  shared_ = result.is_object() && result.value("shared", false);
+  if (moved_from_.empty()) return;
+  move_note_ = fmt::format(
+      "[The sandbox moved from host \"{}\" to host \"{}\": \"{}\" stopped answering (none of "
+      "its workers took {} within {} s). Its variables and files are those of its last committed "
+      "cell (cell {}) on the shared storage; what a cell did after that on \"{}\" is gone, and "
+      "processes it started are not running. Check the state before relying on it.]\n",
+      moved_from_, host_, moved_from_, moved_after_,
+      std::chrono::duration<double>(timeout_).count(), core::json_int(result, "cell"), moved_from_);
+  moved_from_.clear();
+}
+
+bool SandboxHost::can_move() const { return shared_ && timeout_.count() > 0 && !host_.empty(); }
+
+void SandboxHost::move_away(std::string_view activity) {
+  moved_from_ = host_;
+  moved_after_ = std::string(activity);
+  host_.clear();
 }
 
 core::Error SandboxHost::lost(std::string_view activity) const {
+  if (shared_) {
+    return core::Error(
+        core::Code::kUnavailable,
+        fmt::format("the sandbox's host \"{}\" is lost: no worker of it took {} from task queue "
+                    "{} within {} s, and the sandbox was moved to another host as many times as "
+                    "a run allows for one step; its state is on the shared storage, so running "
+                    "the same command again goes on from its last committed cell",
+                    host_, activity, host_task_queue(task_queue_, host_),
+                    std::chrono::duration<double>(timeout_).count()));
+  }
   return core::Error(
       core::Code::kUnavailable,
       fmt::format("the sandbox's host \"{}\" is lost: no worker of it took {} from task queue {} "

@@ -48,6 +48,20 @@ constexpr const char* kCancelledTurnNote =
     "(The user cancelled this request before it was finished. The cells that had finished kept "
     "their variables and files; the cell that was running was interrupted.)";
 
+// Whether an activity failed because no worker took it within its schedule-to-start timeout: its
+// own failure or one of its causes (a retry after a heartbeat timeout fails as ScheduleToStart
+// caused by Heartbeat).
+// Marks runs that treat a ScheduleToStart timeout anywhere in the chain as a lost host.
+constexpr const char* kHostLostAfterHeartbeatPatch = "host-lost-after-heartbeat";
+
+bool not_taken_in_time(const temporal::Failure& failure) {
+  for (const temporal::Failure* f = &failure; f != nullptr; f = f->cause.get()) {
+    if (f->kind == temporal::FailureKind::kTimeout && f->timeout_type == "ScheduleToStart")
+      return true;
+  }
+  return false;
+}
+
 // The workflow's way to the worker: activities with the policies' options, sent where the run's
 // sandbox lives (SandboxHost), its cancel state and its deterministic clock.
 //
@@ -61,21 +75,45 @@ class WorkflowActivityCaller final : public ActivityCaller {
   agent::Task<Result<Json>> call(std::string activity, Json input, ActivityPolicy policy) override {
     Result<temporal::ActivityOptions> o = activity_options(policy);
     if (!o.ok()) co_return std::move(o).error().with_context(activity);
-    const ActivityRoute route = host_.route();
-    o->task_queue = route.task_queue;
-    o->schedule_to_start_timeout = route.schedule_to_start;
-    auto act = ctx_.execute_activity(activity, input, *o);
-    in_flight_.insert(&act);
-    temporal::ActivityResult r = co_await act;
-    in_flight_.erase(&act);
-    if (!r.ok()) {
-      const temporal::Failure& root = r.failure().root_cause();
-      if (root.kind == temporal::FailureKind::kTimeout && root.timeout_type == "ScheduleToStart")
-        co_return host_.lost(activity);
-      co_return r.failure().to_error();
+    if (activity == kSandboxStartActivity) {
+      // What a move starts again: the same sandbox, never a fork (its state is there already).
+      last_start_ = input;
+      if (last_start_.is_object()) last_start_.erase("fork_from");
+      last_start_policy_ = policy;
     }
-    host_.learn(activity, r.value());
-    co_return std::move(r).value();
+    for (int moves = 0;; ++moves) {
+      const ActivityRoute route = host_.route();
+      o->task_queue = route.task_queue;
+      o->schedule_to_start_timeout = route.schedule_to_start;
+      auto act = ctx_.execute_activity(activity, input, *o);
+      in_flight_.insert(&act);
+      temporal::ActivityResult r = co_await act;
+      in_flight_.erase(&act);
+      if (r.ok()) {
+        host_.learn(activity, r.value());
+        Json out = std::move(r).value();
+        if (activity == kToolCallActivity && !host_.move_note().empty()) {
+          if (out.is_object() && out.contains("text") && out["text"].is_string())
+            out["text"] = host_.move_note() + out["text"].get<std::string>();
+          host_.take_move_note();
+        }
+        co_return out;
+      }
+      // Runs recorded before kHostLostAfterHeartbeatPatch looked at the root cause only.
+      const temporal::Failure& root = r.failure().root_cause();
+      const bool root_not_taken =
+          root.kind == temporal::FailureKind::kTimeout && root.timeout_type == "ScheduleToStart";
+      if (!root_not_taken &&
+          !(not_taken_in_time(r.failure()) && ctx_.patched(kHostLostAfterHeartbeatPatch)))
+        co_return r.failure().to_error();
+      // Its host did not take it. On shared storage the sandbox moves to a live host (the start
+      // again, on the run's queue), and the activity runs there; else the run fails saying why.
+      if (!host_.can_move() || last_start_.is_null() || moves >= kMaxMoves)
+        co_return host_.lost(activity);
+      host_.move_away(activity);
+      Result<Json> placed = co_await call(kSandboxStartActivity, last_start_, last_start_policy_);
+      if (!placed.ok() || activity == kSandboxStartActivity) co_return placed;
+    }
   }
   // Where the run's sandbox lives ("" until its start said, or for a run recorded before hosts).
   const std::string& host() const { return host_.host(); }
@@ -90,8 +128,14 @@ class WorkflowActivityCaller final : public ActivityCaller {
   void clear_turn_cancel() { turn_cancelled_ = false; }
 
  private:
+  // How many times one activity moves the sandbox before the run gives up (each move is a host
+  // lost after the host timeout).
+  static constexpr int kMaxMoves = 3;
+
   WorkflowContext& ctx_;
   SandboxHost host_;
+  Json last_start_;  // the input of the last codeact.sandbox_start (null before one)
+  ActivityPolicy last_start_policy_;
   std::set<temporal::ActivityAwaitable*> in_flight_;  // awaited by call() frames that are alive
   bool turn_cancelled_ = false;
 };

@@ -50,6 +50,47 @@ TEST(SandboxHost, ALostHostIsAnErrorThatSaysWhyTheRunCannotMove) {
   }
 }
 
+TEST(SandboxHost, OnSharedStorageALostHostsSandboxMovesAndTheModelIsToldOnce) {
+  SandboxHost host("codeact", "h2", 5s);
+  host.learn(kSandboxStartActivity,
+             SandboxStartOutput{"s1", false, "workflow-s1", "h2", true, 0}.to_json());
+  ASSERT_TRUE(host.can_move());
+  EXPECT_EQ(host.move_note(), "");
+  host.move_away(kToolCallActivity);
+  EXPECT_EQ(host.route().task_queue, "") << "the start again goes to any live host";
+  EXPECT_EQ(host.move_note(), "") << "not moved until a host took the start";
+  host.learn(kSandboxStartActivity,
+             SandboxStartOutput{"s1", true, "workflow-s1", "h1", true, 3}.to_json());
+  EXPECT_EQ(host.route().task_queue, "codeact@h1");
+  for (const char* part :
+       {"moved from host \"h2\" to host \"h1\"", "codeact.tool_call", "within 5 s", "cell 3"}) {
+    EXPECT_NE(host.move_note().find(part), std::string::npos) << part << " in " << host.move_note();
+  }
+  host.take_move_note();
+  EXPECT_EQ(host.move_note(), "");
+  // A start again on the same host (a continue-as-new) is no move.
+  host.learn(kSandboxStartActivity,
+             SandboxStartOutput{"s1", true, "workflow-s1", "h1", true, 3}.to_json());
+  EXPECT_EQ(host.move_note(), "");
+}
+
+TEST(SandboxHost, OnLocalVolumesOrWithoutATimeoutASandboxDoesNotMove) {
+  SandboxHost local("codeact", "", 5s);
+  local.learn(kSandboxStartActivity, SandboxStartOutput{"s1", false, "v", "h1"}.to_json());
+  EXPECT_FALSE(local.can_move());
+  SandboxHost forever("codeact", "", 0s);
+  forever.learn(kSandboxStartActivity,
+                SandboxStartOutput{"s1", false, "v", "h1", true, 0}.to_json());
+  EXPECT_FALSE(forever.can_move());
+  // Shared, but moved as often as a step allows: the error says the state is safe.
+  SandboxHost shared("codeact", "", 5s);
+  shared.learn(kSandboxStartActivity,
+               SandboxStartOutput{"s1", false, "v", "h1", true, 0}.to_json());
+  core::Error e = shared.lost(kToolCallActivity);
+  EXPECT_NE(e.message().find("shared storage"), std::string::npos) << e.message();
+  EXPECT_EQ(e.message().find("local volume"), std::string::npos) << e.message();
+}
+
 TEST(HostIds, AHostNameIsOneAndOthersAreRefusedNamingTheRule) {
   for (const char* ok : {"h1", "gpu-1.example.com", "node_7"})
     EXPECT_TRUE(sandbox::validate_host_id(ok).ok()) << ok;
@@ -78,6 +119,13 @@ TEST(HostPayloads, HostsTravelOnlyWhenSetSoOlderWorkersStillReadTheRest) {
   auto out = SandboxStartOutput::from_json(SandboxStartOutput{"s", true, "v", "h3"}.to_json());
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(out->host, "h3");
+  EXPECT_FALSE(out->shared);
+  EXPECT_FALSE((SandboxStartOutput{"s", false, "v", "h3"}.to_json().contains("shared")));
+  auto shared =
+      SandboxStartOutput::from_json(SandboxStartOutput{"s", true, "v", "h3", true, 7}.to_json());
+  ASSERT_TRUE(shared.ok());
+  EXPECT_TRUE(shared->shared);
+  EXPECT_EQ(shared->cell, 7);
 
   auto negative = ActivityPolicies::from_json(Json{{"host_timeout_seconds", -1}});
   ASSERT_FALSE(negative.ok());

@@ -66,7 +66,9 @@ struct SandboxPlan {
 struct SandboxStarted {
   bool resumed = false;  // an existing sandbox was resumed with its state
   std::string volume;
-  std::string host;  // the worker host it runs on (durable runs, docs/deploy.md); "" in process
+  std::string host;     // the worker host it runs on (durable runs, docs/deploy.md); "" in process
+  bool shared = false;  // its state is on shared storage: another host can start it
+  int64_t cell = 0;     // its last committed cell
 };
 
 // The agent a turn runs and how: its loop's drivers (direct: a RunLoop executor; durable: the

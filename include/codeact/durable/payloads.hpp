@@ -245,6 +245,10 @@ struct SandboxStartOutput {
   bool resumed = false;
   std::string volume;
   std::string host;  // the worker's host id; "" from workers before hosts (written when set)
+  // On shared storage (written only then): another host can start it (SandboxHost moves it when
+  // its host is lost), and the cell whose state it has.
+  bool shared = false;
+  int64_t cell = 0;
   Json to_json() const;
   static core::Result<SandboxStartOutput> from_json(const Json& j);
 };

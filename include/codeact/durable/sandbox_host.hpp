@@ -10,9 +10,14 @@
 // sandbox there (TaskInput::host).
 //
 // A host that stops answering: an activity sent to it waits at most `timeout` for one of that
-// host's workers to take it (a schedule-to-start timeout), then the run fails with lost(), which
-// says why it cannot move on: the sandbox's state is on that host's local volume. Timeout 0 =
-// the run waits for the host however long it is away.
+// host's workers to take it (a schedule-to-start timeout). On shared storage (the start said
+// "shared": CODEACT_SHARED_DIR, sandbox/shared_storage.hpp) the sandbox moves: the workflow starts
+// it again on the run's queue (any live host; move_away() then learn()), which places it there
+// with a new ownership epoch and restores its last committed cell, runs the activity again there
+// (a cell by the same execution id: committed on the lost host means not run again), and the
+// model reads move_note() with its next tool result. Without shared storage the run fails with
+// lost(), which says why it cannot move on: the sandbox's state is on that host's local volume.
+// Timeout 0 = the run waits for the host however long it is away.
 //
 // Runs recorded before hosts existed (sandbox_start results without a host) keep every activity
 // on the workflow's queue, as they ran. Deterministic (no clock, no I/O); thread-compatible.
@@ -44,10 +49,20 @@ class SandboxHost {
 
   // Where the run's next activity (any codeact.* one) runs.
   ActivityRoute route() const;
-  // Takes the host from the result of `activity` when it is a codeact.sandbox_start's naming one.
+  // Takes the host (and whether its storage is shared, and its cell) from the result of
+  // `activity` when it is a codeact.sandbox_start's naming one.
   void learn(std::string_view activity, const core::Json& result);
   // The error of a run whose host did not take `activity` within the timeout (Unavailable).
   core::Error lost(std::string_view activity) const;
+  // Whether a lost host's sandbox can be started on another (shared storage, a timeout set).
+  bool can_move() const;
+  // The host did not take `activity`: forgets it, so the next activity (the sandbox's start
+  // again) goes to the run's queue; move_note() is set once the start reports the new host.
+  void move_away(std::string_view activity);
+  // What the model is told after a move ("" when the sandbox has not moved since the last take).
+  const std::string& move_note() const { return move_note_; }
+  // The note was given to the model.
+  void take_move_note() { move_note_.clear(); }
   // "" until known.
   const std::string& host() const { return host_; }
 
@@ -55,6 +70,10 @@ class SandboxHost {
   std::string task_queue_;
   std::string host_;
   std::chrono::milliseconds timeout_;
+  bool shared_ = false;      // the last start said its storage is shared
+  std::string moved_from_;   // set by move_away() until the next start reports a host
+  std::string moved_after_;  // the activity the lost host did not take
+  std::string move_note_;
 };
 
 }  // namespace codeact::durable
