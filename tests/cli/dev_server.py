@@ -46,22 +46,28 @@ class DevServer:
         self.proc = None
         self.log_path = os.path.join(self.workdir, "temporal.log")
 
-    def start(self, port=None):
+    def start(self, port=None, tries=3):
         """`port`: that port (a restart after stop() on the same port and database is the same
-        server to its clients); None = a free one."""
+        server to its clients); None = a free one. A server that exits while starting is started
+        again, up to `tries` times: the dev server picks its internal services' ports when it
+        starts, and one of them can be the frontend port just freed by the server it replaces
+        (seen in the chaos suite: "bind: address already in use" for service=worker)."""
         if not os.access(self.program, os.X_OK):
             raise RuntimeError(f"{self.program} is missing: build the project (scripts/setup.sh)")
         argv = [self.program, "--temporal", self.binary, "--db", os.path.join(self.workdir, "temporal.db"),
                 "--log", self.log_path, "--log-level", self.log_level]
         if port:
             argv += ["--port", str(port)]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.address = self.proc.stdout.readline().strip()
-        if not self.address:
+        for attempt in range(1, tries + 1):
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            self.address = self.proc.stdout.readline().strip()
+            if self.address:
+                return self.address
             status = self.proc.wait()
             self.proc = None
-            raise RuntimeError(f"the Temporal dev server did not start (exit {status}; see {self.log_path})")
-        return self.address
+            if attempt == tries:
+                raise RuntimeError(f"the Temporal dev server did not start {tries} times "
+                                   f"(exit {status}; see {self.log_path})")
 
     def stop(self):
         if not self.proc:
