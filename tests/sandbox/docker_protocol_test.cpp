@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "codeact/sandbox/docker_client.hpp"
+#include "codeact/sandbox/sandbox_manager.hpp"
 #include "docker_stream_internal.hpp"
 
 namespace codeact::sandbox {
@@ -29,6 +30,7 @@ class ScriptedEngine : public core::HttpTransport {
   core::Result<core::HttpResponse> send(const core::HttpRequest& request) override {
     std::lock_guard<std::mutex> lock(mu_);
     requests.push_back(request.method + " " + request.url);
+    bodies.push_back(request.body);
     sockets.push_back(request.unix_socket);
     core::HttpResponse response;
     if (request.url == "http://localhost/_ping") {
@@ -60,6 +62,7 @@ class ScriptedEngine : public core::HttpTransport {
   }
 
   std::vector<std::string> requests;
+  std::vector<std::string> bodies;
   std::vector<std::string> sockets;
 
  private:
@@ -117,6 +120,32 @@ TEST(DockerProtocol, APingNegotiatesFromTheEnginesApiVersionHeader) {
   EXPECT_NE(pinged.error().message().find("speaks API 1.30; codeact needs API 1.40"),
             std::string::npos)
       << pinged.error().message();
+}
+
+// The volume the seed's NFS settings ask Docker for (these machines cannot mount NFS, so the
+// request is what is checked): the local driver with the export as an nfs mount.
+TEST(DockerProtocol, AnNfsVolumeIsRequestedWithTheLocalDriversNfsOptions) {
+  auto engine = std::make_shared<ScriptedEngine>("1.41");
+  engine->expect("/v1.41/volumes/create",
+                 {201, R"({"Name":"workflow-abc","Driver":"local","Mountpoint":"/x"})"});
+  auto docker = client_for(engine);
+  SandboxManagerOptions o;
+  o.data_dir = "/tmp/codeact-protocol-test";
+  o.env = [](const std::string& k) -> std::optional<std::string> {
+    if (k == "VOLUME_DRIVER") return "nfs";
+    if (k == "NFS_SERVER") return "10.0.0.5";
+    if (k == "NFS_PATH") return "/exports/codeact";
+    return std::nullopt;
+  };
+  SandboxManager manager(docker, o);
+  ASSERT_TRUE(docker->create_volume(manager.volume_spec("abc")).ok());
+  auto body = core::Json::parse(engine->bodies.back());
+  EXPECT_EQ(body["Name"], "workflow-abc");
+  EXPECT_EQ(body["Driver"], "local");
+  EXPECT_EQ(body["DriverOpts"], (core::Json{{"type", "nfs"},
+                                            {"o", "addr=10.0.0.5,rw,nfsvers=4"},
+                                            {"device", ":/exports/codeact"}}));
+  EXPECT_EQ(body["Labels"]["io.codeact.sandbox.id"], "abc");
 }
 
 TEST(DockerProtocol, RefusesEnginesOlderThanApi140) {
