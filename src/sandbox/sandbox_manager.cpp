@@ -45,6 +45,8 @@ constexpr std::string_view kDiskImageLabel = "io.codeact.disk-image";
 constexpr std::string_view kSharedDirLabel = "io.codeact.shared-dir";
 // On a container of a sandbox on shared storage: its placement's ownership epoch.
 constexpr std::string_view kEpochLabel = "io.codeact.epoch";
+// Where the container sees its sandbox's placements (shared_owner_dir, read-only).
+constexpr std::string_view kOwnerDirInContainer = "/run/codeact-owner";
 constexpr std::string_view kTokenEnv = "CODEACT_KERNEL_TOKEN=";
 // How long a running container's kernel may have no listening socket before it counts as wedged
 // (alive but not accepting) and is restarted. A starting kernel binds within a second.
@@ -534,9 +536,18 @@ Result<ContainerSpec> SandboxManager::Impl::container_spec(const SandboxOptions&
   if (epoch > 0) {
     CODEACT_TRY(std::optional<std::string> shared,
                 shared_dir_from([this](const std::string& k) { return env(k); }));
+    if (!shared) {
+      return core::failed_precondition(fmt::format(
+          "sandbox \"{}\" was placed on shared storage (epoch {}), and CODEACT_SHARED_DIR is not "
+          "set here",
+          id, epoch));
+    }
     spec.env["CODEACT_EPOCH"] = std::to_string(epoch);
+    spec.env["CODEACT_OWNER_DIR"] = std::string(kOwnerDirInContainer);
     spec.labels[std::string(kEpochLabel)] = std::to_string(epoch);
-    spec.labels[std::string(kSharedDirLabel)] = shared.value_or("");
+    spec.labels[std::string(kSharedDirLabel)] = *shared;
+    // Read-only: the sandbox cannot forge or remove a placement.
+    spec.binds.push_back({shared_owner_dir(*shared, id), std::string(kOwnerDirInContainer), true});
   }
   spec.binds.push_back({kernel_dir(id), std::string(kKernelSocketDir), false});
   if (persistence) {
@@ -624,6 +635,14 @@ Result<std::string> SandboxManager::Impl::ensure_volume(const SandboxOptions& op
     CODEACT_TRY_STATUS(prepare_shared_sandbox_dir(*shared, id, kSandboxUid, kSandboxGid));
   }
   auto existing = docker_->inspect_volume(volume_name(id));
+  if (existing.ok() && shared && label_or(existing->labels, kSharedDirLabel) != *shared) {
+    return core::failed_precondition(fmt::format(
+        "sandbox \"{}\" has a volume ({}) that is not on the shared storage {} (made before "
+        "CODEACT_SHARED_DIR was set, or under another directory), so its state is not where "
+        "other hosts can reach it: remove it with `codeact sandbox rm {} --volume` (its state "
+        "goes with it), or start it without CODEACT_SHARED_DIR",
+        id, volume_name(id), *shared, id));
+  }
   if (existing.ok()) {
     std::string disk = label_or(existing->labels, kDiskLabel);
     CODEACT_TRY_STATUS(check_disk_unchanged(id, disk, options.disk));
@@ -752,7 +771,7 @@ core::Error SandboxManager::Impl::fenced(const std::string& id, const ContainerI
       "sandbox \"{}\": placed on host {} since this host's container was made; "
       "removing the container (its state stays on the shared storage)",
       id, moved ? moved->host : "?");
-  (void)docker_->remove_container(container_name(id), {.force = true});
+  (void)docker_->remove_container(c.id, {.force = true});  // that container, not a newer one
   forget_auth(id);
   return core::failed_precondition(fmt::format(
       "sandbox \"{}\" was placed on host {}{}, so this host no longer runs it (its container "
@@ -903,7 +922,7 @@ Result<SandboxInfo> SandboxManager::Impl::start(const SandboxOptions& in) {
   // Bad limits are refused even when the sandbox exists and is only resumed.
   CODEACT_TRY_STATUS(container_spec(options, "validate-only", "", ""));
   const std::string& id = options.id;
-  std::lock_guard lock(lock_for(id));
+  std::unique_lock lock(lock_for(id));
 
   CODEACT_TRY(std::string image, ensure_image(options));
 
@@ -969,6 +988,8 @@ Result<SandboxInfo> SandboxManager::Impl::start(const SandboxOptions& in) {
   }
 
   CODEACT_TRY(Json hello, wait_ready(id));
+  // The install below may recover the kernel (ensure_running), which takes the lock itself.
+  lock.unlock();
   if (!options.python_packages.empty() && !options.network) {
     return no_network_error(id, options.python_packages)
         .with_context(fmt::format("sandbox \"{}\" started", id));
@@ -1070,6 +1091,8 @@ Status SandboxManager::Impl::remove(const std::string& id, bool volume) {
     return core::failed_precondition(fmt::format(
         "container {} was not created by codeact; not removing it", container_name(id)));
   }
+  // A container of a sandbox placed on another host since: its state there is the new owner's.
+  const bool moved = had_container && moved_away(id, *c).has_value();
   if (had_container)
     CODEACT_TRY_STATUS(docker_->remove_container(container_name(id), {.force = true}));
   forget_auth(id);
@@ -1087,9 +1110,11 @@ Status SandboxManager::Impl::remove(const std::string& id, bool volume) {
       had_volume = true;
       CODEACT_TRY_STATUS(docker_->remove_volume(volume_name(id), true));
     }
-    CODEACT_TRY(bool had_shared,
-                remove_shared_state(id, v.ok() ? label_or(v->labels, kSharedDirLabel) : ""));
-    had_volume = had_volume || had_shared;
+    if (!moved) {
+      CODEACT_TRY(bool had_shared,
+                  remove_shared_state(id, v.ok() ? label_or(v->labels, kSharedDirLabel) : ""));
+      had_volume = had_volume || had_shared;
+    }
     // The disk image (and its loop device) go with the volume.
     const std::string image = disk_image(id);
     if (fs::exists(image, ec)) {

@@ -73,18 +73,14 @@ core::Result<bool> remove_shared_sandbox_dir(const std::string& root, const std:
   return true;
 }
 
-namespace {
-
-std::string owner_dir(const std::string& root, const std::string& id) {
-  return shared_sandbox_dir(root, id) + "/.owner";
+std::string shared_owner_dir(const std::string& root, const std::string& id) {
+  return root + "/.owners/" + id;
 }
-
-}  // namespace
 
 Placement newest_placement(const std::string& root, const std::string& id) {
   Placement newest;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(owner_dir(root, id), ec)) {
+  for (const auto& entry : fs::directory_iterator(shared_owner_dir(root, id), ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.size() > 18 ||
         name.find_first_not_of("0123456789") != std::string::npos)
@@ -93,7 +89,7 @@ Placement newest_placement(const std::string& root, const std::string& id) {
     if (n > newest.epoch) newest.epoch = n;
   }
   if (newest.epoch > 0) {
-    std::ifstream in(owner_dir(root, id) + "/" + std::to_string(newest.epoch));
+    std::ifstream in(shared_owner_dir(root, id) + "/" + std::to_string(newest.epoch));
     std::getline(in, newest.host);
   }
   return newest;
@@ -101,13 +97,15 @@ Placement newest_placement(const std::string& root, const std::string& id) {
 
 core::Result<Placement> take_placement(const std::string& root, const std::string& id,
                                        const std::string& host) {
-  const std::string dir = owner_dir(root, id);
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-    return core::internal_error(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
+  const std::string dir = shared_owner_dir(root, id);
+  for (const std::string& d : {root + "/.owners", dir}) {
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
+      return core::internal_error(fmt::format("cannot create {}: {}", d, std::strerror(errno)));
+  }
   for (int attempt = 0; attempt < 100; ++attempt) {
     Placement next{newest_placement(root, id).epoch + 1, host};
     const std::string path = dir + "/" + std::to_string(next.epoch);
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 && errno == EEXIST) continue;  // another host took this number: the next one
     if (fd < 0)
       return core::internal_error(fmt::format("cannot create {}: {}", path, std::strerror(errno)));

@@ -238,8 +238,8 @@ def test_with_shared_storage_a_run_whose_host_dies_moves_to_another_and_applies_
               f"(host timeout 5 s)")
         assert os.path.isdir(shared / wid), "the state is not on the shared storage"
         # The placements: h2 first, then h1 (ownership epochs on the shared storage).
-        owners = {n: (shared / wid / ".owner" / n).read_text().strip()
-                  for n in os.listdir(shared / wid / ".owner")}
+        owners = {n: (shared / ".owners" / wid / n).read_text().strip()
+                  for n in os.listdir(shared / ".owners" / wid)}
         assert owners.get("1") == "h2" and owners.get(str(max(map(int, owners)))) == "h1", owners
     finally:
         if not engines["h2"].running():

@@ -436,16 +436,20 @@ TEST_F(SandboxManagerTest, WithASharedDirectoryStateLivesThereAndAnotherEngineRe
   ASSERT_EQ(::stat((shared + "/" + id_).c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, static_cast<uid_t>(kSandboxUid));
   EXPECT_TRUE(std::filesystem::exists(shared + "/" + id_ + "/" + id_ + "/output/note.txt"));
-  // The sandbox sees its own subdirectory only (its workspace, and its placements).
+  // The sandbox sees its own subdirectory only; its placements, read-only.
   auto listing = run("import os\nsorted(n for n in os.listdir('/persistent-storage'))");
-  EXPECT_EQ(listing.result.value_or(""), "['.current', '.owner', '" + id_ + "']");
+  EXPECT_EQ(listing.result.value_or(""), "['.current', '" + id_ + "']");
+  auto forge = run("open('/run/codeact-owner/9', 'w')");
+  ASSERT_TRUE(forge.error.has_value()) << "the sandbox could write its placements";
+  EXPECT_NE(forge.error->message.find("Read-only file system"), std::string::npos)
+      << forge.error->message;
 
   // Gone from this engine, container and volume (what another host has never had).
   ASSERT_TRUE(docker_->remove_container(SandboxManager::container_name(id_), {.force = true}).ok());
   ASSERT_TRUE(docker_->remove_volume(SandboxManager::volume_name(id_), true).ok());
   SandboxInfo second = start();
   EXPECT_EQ(second.epoch, 2) << "a new placement";
-  EXPECT_EQ(second.cell, 2);
+  EXPECT_EQ(second.cell, 3);  // its three cells so far
   auto again = run("x + 1, open('/output/note.txt').read()");
   EXPECT_EQ(again.result.value_or(""), "(42, 'kept')") << (again.error ? again.error->message : "");
 

@@ -38,16 +38,21 @@ core::Status prepare_shared_sandbox_dir(const std::string& root, const std::stri
 // existed; Internal naming the path when it could not be removed.
 core::Result<bool> remove_shared_sandbox_dir(const std::string& root, const std::string& id);
 
-// Ownership epochs (fencing): `<root>/<id>/.owner/<n>` records placement n of the sandbox (its
-// content: the host id). A container started for placement n (CODEACT_EPOCH=n) runs the sandbox
-// while no greater n exists; its kernel checks at start-up, before every commit and every second,
-// and exits with kExitFenced otherwise (kernel/codeact_kernel/ownership.py), so a host that was
-// cut off and comes back never overwrites the new owner's state.
+// Ownership epochs (fencing): `<root>/.owners/<id>/<n>` records placement n of the sandbox (its
+// content: the host id), outside the sandbox's own directory (which the sandbox can change) and
+// mounted read-only into its container. A container started for placement n (CODEACT_EPOCH=n)
+// runs the sandbox while no greater n exists; its kernel checks at start-up, before every commit
+// and every second, and exits with kExitFenced otherwise (kernel/codeact_kernel/ownership.py), so
+// a host that was cut off and comes back never overwrites the new owner's state. Removing a
+// sandbox keeps its placements, so a container of an earlier one stays fenced.
 struct Placement {
   int64_t epoch = 0;  // 0 = none recorded
   std::string host;
 };
 inline constexpr int64_t kExitFenced = 76;
+
+// `<root>/.owners/<id>`: the placements of sandbox `id`.
+std::string shared_owner_dir(const std::string& root, const std::string& id);
 
 // The newest placement recorded for sandbox `id` ({0, ""} when none or unreadable).
 Placement newest_placement(const std::string& root, const std::string& id);

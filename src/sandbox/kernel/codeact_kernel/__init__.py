@@ -49,7 +49,9 @@ Invocation (the package directory, or -m with its parent on sys.path)
     takes before the reply gets a notice about it (default 1),
     CODEACT_KERNEL_TOKEN (64 hex digits; when set, every connection must authenticate first),
     CODEACT_EPOCH (digits: this container's ownership epoch on shared storage, ownership.py;
-    unset = no fencing).
+    unset = no fencing), CODEACT_OWNER_DIR (the placements, read-only; default
+    /run/codeact-owner), CODEACT_OWNER_CHECK_SECONDS (default 1; 0 = at start-up and commits
+    only).
     Start: take CODEACT_KERNEL_TOKEN out of the environment (os.environ, posix.environ, the
     process's environment block); started as uid 0 (the container: User 0:0, only CAP_SETUID,
     CAP_SETGID and CAP_SETPCAP, no-new-privileges, no docker init, /run/codeact a host-owned

@@ -60,7 +60,9 @@ class Kernel:
         self.init_pid = init_pid
         self.ws = Workspace(workspace, fsync)
         self.store = StateStore(self.ws.state_dir, fsync)
-        self.ownership = Ownership(storage, os.environ.get("CODEACT_EPOCH"))
+        self.ownership = Ownership(os.environ.get("CODEACT_OWNER_DIR", "/run/codeact-owner"),
+                                   os.environ.get("CODEACT_EPOCH"),
+                                   os.environ.get("CODEACT_OWNER_CHECK_SECONDS"))
         self.store.fence = self.ownership.check
         self.bridge = Bridge()
         self.names = Namespace(self.store, persistence, self.bridge)
@@ -332,6 +334,11 @@ def main(argv=None):
     epoch = os.environ.get("CODEACT_EPOCH", "").strip()
     if epoch and not epoch.isdigit():
         sys.stderr.write("codeact-kernel: CODEACT_EPOCH must be digits, got %r\n" % epoch)
+        return 2
+    try:
+        float(os.environ.get("CODEACT_OWNER_CHECK_SECONDS") or "1")
+    except ValueError:
+        sys.stderr.write("codeact-kernel: CODEACT_OWNER_CHECK_SECONDS must be a number\n")
         return 2
     persistence = os.environ.get("CODEACT_PERSISTENCE", "1").strip().lower() not in (
         "0", "false", "no", "off")

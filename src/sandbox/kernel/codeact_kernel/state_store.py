@@ -259,8 +259,9 @@ class StateStore:
         self.log = CheckpointLog(state_dir, fsync)  # every commit's checkpoint
         self.blobs_dir = os.path.join(state_dir, "blobs")
         self.tree = {}  # the /output tree of the current checkpoint (output_tree.py)
-        # Called with what is about to be committed, right before the manifest is replaced (the
-        # commit point): Ownership.check, which exits when the sandbox moved (ownership.py).
+        # Called with what is about to be committed: at the start of a commit, before its
+        # checkpoint record, and right before the manifest is replaced (the commit point):
+        # Ownership.check, which exits when the sandbox moved (ownership.py).
         self.fence = None
 
     def load_manifest(self):
@@ -527,6 +528,8 @@ class StateStore:
         checkpoints other than the current one (what only they held is deleted, with the object
         files the failed attempt wrote), until it fits or none is left to drop; then the disk's
         error is raised. dropped_for_room lists the checkpoints dropped (make_record sees it)."""
+        if self.fence is not None:
+            self.fence("committing cell %d" % seq)  # before writing anything of it
         self.dropped_for_room = []
         while True:
             try:
@@ -658,6 +661,8 @@ class StateStore:
         that names it) and makes it the current one; returns its number. changed: the names
         it changed (None: those whose entries differ from the manifest's)."""
         forks.leave_if_clone()  # a clone of the kernel (user code forked) never commits
+        if self.fence is not None:
+            self.fence("recording checkpoint of cell %d" % seq)
         old = self.entries
         if changed is None:
             changed = sorted(n for n in set(old) | set(entries) if old.get(n) != entries.get(n))
