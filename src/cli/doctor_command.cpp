@@ -140,12 +140,16 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
         : nfs ? std::string("storage: NFS volumes, reachable from every host")
               : std::string("storage: this host's local Docker volumes");
     warn(storage,
-         std::string(is_shared || nfs ? "a sandbox can be started again on another host with its "
-                                        "state, but automatic failover is not built yet: "
-                                      : "failover is not possible: ") +
-             "a run whose sandbox's host is lost fails after "
-             "durable.activities.host_timeout_seconds (default 600) and says so; a run pinned "
-             "to the host (`codeact run --host`) goes on when it is back (docs/deploy.md)");
+         is_shared ? std::string("a run whose sandbox's host is lost moves the sandbox to a live "
+                                 "host after durable.activities.host_timeout_seconds (default "
+                                 "600), with its last committed cell (docs/deploy.md)")
+                   : std::string(nfs ? "a sandbox can be started again on another host with its "
+                                       "state, but runs move only with CODEACT_SHARED_DIR: "
+                                     : "failover is not possible: ") +
+                         "a run whose sandbox's host is lost fails after "
+                         "durable.activities.host_timeout_seconds (default 600) and says so; a "
+                         "run pinned to the host (`codeact run --host`) goes on when it is back "
+                         "(docs/deploy.md)");
     // The model `codeact run` would use without --model.
     if (auto builder = codeact::AgentBuilder::load(); !builder.ok()) {
       bad("agent config: " + builder.error().message(),

@@ -27,6 +27,10 @@ void SandboxHost::learn(std::string_view activity, const core::Json& result) {
   host_ = std::move(host);
   shared_ = result.is_object() && result.value("shared", false);
   if (moved_from_.empty()) return;
+  if (moved_from_ == host_) {
+    moved_from_.clear();
+    return;
+  }
   move_note_ = fmt::format(
       "[The sandbox moved from host \"{}\" to host \"{}\": \"{}\" stopped answering (none of "
       "its workers took {} within {} s). Its variables and files are those of its last committed "
@@ -38,6 +42,11 @@ void SandboxHost::learn(std::string_view activity, const core::Json& result) {
 }
 
 bool SandboxHost::can_move() const { return shared_ && timeout_.count() > 0 && !host_.empty(); }
+
+void SandboxHost::move_failed() {
+  if (host_.empty()) host_ = moved_from_;
+  moved_from_.clear();
+}
 
 void SandboxHost::move_away(std::string_view activity) {
   moved_from_ = host_;

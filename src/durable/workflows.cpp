@@ -82,6 +82,7 @@ class WorkflowActivityCaller final : public ActivityCaller {
       last_start_policy_ = policy;
     }
     for (int moves = 0;; ++moves) {
+      const std::string sent_to = host_.host();
       const ActivityRoute route = host_.route();
       o->task_queue = route.task_queue;
       o->schedule_to_start_timeout = route.schedule_to_start;
@@ -92,9 +93,9 @@ class WorkflowActivityCaller final : public ActivityCaller {
       if (r.ok()) {
         host_.learn(activity, r.value());
         Json out = std::move(r).value();
-        if (activity == kToolCallActivity && !host_.move_note().empty()) {
-          if (out.is_object() && out.contains("text") && out["text"].is_string())
-            out["text"] = host_.move_note() + out["text"].get<std::string>();
+        if (activity == kToolCallActivity && !host_.move_note().empty() && out.is_object() &&
+            out.contains("text") && out["text"].is_string()) {
+          out["text"] = host_.move_note() + out["text"].get<std::string>();
           host_.take_move_note();
         }
         co_return out;
@@ -108,10 +109,18 @@ class WorkflowActivityCaller final : public ActivityCaller {
         co_return r.failure().to_error();
       // Its host did not take it. On shared storage the sandbox moves to a live host (the start
       // again, on the run's queue), and the activity runs there; else the run fails saying why.
-      if (!host_.can_move() || last_start_.is_null() || moves >= kMaxMoves)
-        co_return host_.lost(activity);
+      if (moves >= kMaxMoves) co_return host_.lost(activity);
+      if (moving_) {  // another activity of the run is moving the sandbox: wait, then go there
+        co_await ctx_.wait_condition([this] { return !moving_; });
+        continue;
+      }
+      if (host_.host() != sent_to) continue;  // moved since this one was sent: go there
+      if (!host_.can_move() || last_start_.is_null()) co_return host_.lost(activity);
+      moving_ = true;
       host_.move_away(activity);
       Result<Json> placed = co_await call(kSandboxStartActivity, last_start_, last_start_policy_);
+      moving_ = false;
+      if (!placed.ok()) host_.move_failed();
       if (!placed.ok() || activity == kSandboxStartActivity) co_return placed;
     }
   }
@@ -136,6 +145,7 @@ class WorkflowActivityCaller final : public ActivityCaller {
   SandboxHost host_;
   Json last_start_;  // the input of the last codeact.sandbox_start (null before one)
   ActivityPolicy last_start_policy_;
+  bool moving_ = false;  // a call() is starting the sandbox on another host
   std::set<temporal::ActivityAwaitable*> in_flight_;  // awaited by call() frames that are alive
   bool turn_cancelled_ = false;
 };

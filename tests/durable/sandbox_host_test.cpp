@@ -74,6 +74,20 @@ TEST(SandboxHost, OnSharedStorageALostHostsSandboxMovesAndTheModelIsToldOnce) {
   EXPECT_EQ(host.move_note(), "");
 }
 
+TEST(SandboxHost, AStartThatLandsOnTheLostHostAgainOrFailsLeavesTheSandboxWhereItWas) {
+  SandboxHost host("codeact", "", 5s);
+  host.learn(kSandboxStartActivity, SandboxStartOutput{"s1", false, "v", "h2", true, 0}.to_json());
+  host.move_away(kToolCallActivity);
+  host.learn(kSandboxStartActivity, SandboxStartOutput{"s1", true, "v", "h2", true, 4}.to_json());
+  EXPECT_EQ(host.move_note(), "") << "h2's worker came back and took the start: no move";
+  EXPECT_EQ(host.route().task_queue, "codeact@h2");
+  host.move_away(kModelRequestActivity);
+  host.move_failed();
+  EXPECT_EQ(host.host(), "h2");
+  EXPECT_EQ(host.route().task_queue, "codeact@h2");
+  EXPECT_EQ(host.move_note(), "");
+}
+
 TEST(SandboxHost, OnLocalVolumesOrWithoutATimeoutASandboxDoesNotMove) {
   SandboxHost local("codeact", "", 5s);
   local.learn(kSandboxStartActivity, SandboxStartOutput{"s1", false, "v", "h1"}.to_json());

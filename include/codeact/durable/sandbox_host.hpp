@@ -59,7 +59,10 @@ class SandboxHost {
   // The host did not take `activity`: forgets it, so the next activity (the sandbox's start
   // again) goes to the run's queue; move_note() is set once the start reports the new host.
   void move_away(std::string_view activity);
-  // What the model is told after a move ("" when the sandbox has not moved since the last take).
+  // The start on another host failed: the sandbox is where it was.
+  void move_failed();
+  // What the model is told after a move ("" when the sandbox has not moved since the last take;
+  // a start that lands on the lost host again, back in time, is no move).
   const std::string& move_note() const { return move_note_; }
   // The note was given to the model.
   void take_move_note() { move_note_.clear(); }
