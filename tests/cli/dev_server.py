@@ -64,6 +64,8 @@ class DevServer:
             if self.address:
                 return self.address
             status = self.proc.wait()
+            self.proc.stdin.close()
+            self.proc.stdout.close()
             self.proc = None
             if attempt == tries:
                 raise RuntimeError(f"the Temporal dev server did not start {tries} times "
