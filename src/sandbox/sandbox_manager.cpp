@@ -159,6 +159,16 @@ Status check_disk_unchanged(const std::string& id, const std::string& has,
       id, has.empty() ? "no disk limit" : "a disk of " + has, id, asked));
 }
 
+// Whether starting a container failed because the engine's runtime still holds a task for it
+// ("task <id>: already exists"), which Docker reports as a conflict (409) or, seen in the chaos
+// suite after the engine was killed during a start, as an internal error (500).
+bool holds_stale_task(const core::Error& e) {
+  const std::string& m = e.message();
+  return e.code() == core::Code::kAlreadyExists ||
+         (e.code() == core::Code::kInternal && m.find("task ") != std::string::npos &&
+          m.find("already exists") != std::string::npos);
+}
+
 bool mentions_full_disk(const std::string& text) {
   return text.find("No space left on device") != std::string::npos ||
          text.find("[Errno 28]") != std::string::npos;
@@ -807,9 +817,10 @@ Status SandboxManager::Impl::start_container(const std::string& id) {
   }
   ::unlink(socket_path(id).c_str());
   Status started = docker_->start_container(container_name(id));
-  if (started.ok() || started.error().code() != core::Code::kAlreadyExists) return started;
-  // "task ...: already exists": the engine was killed while the container ran and its runtime
-  // still holds the old task. The state is on the volume: a new container resumes from it.
+  if (started.ok() || !holds_stale_task(started.error())) return started;
+  // "task ...: already exists": the engine was killed while the container ran (or while it was
+  // being started) and its runtime still holds the old task. The state is on the volume: a new
+  // container resumes from it.
   core::log().warn("sandbox \"{}\": {}; recreating its container (state kept)", id,
                    started.error().message());
   return recreate_container(id, *c);
