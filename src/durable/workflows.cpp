@@ -48,12 +48,12 @@ constexpr const char* kCancelledTurnNote =
     "(The user cancelled this request before it was finished. The cells that had finished kept "
     "their variables and files; the cell that was running was interrupted.)";
 
-// Whether an activity failed because no worker took it within its schedule-to-start timeout: its
-// own failure or one of its causes (a retry after a heartbeat timeout fails as ScheduleToStart
-// caused by Heartbeat).
 // Marks runs that treat a ScheduleToStart timeout anywhere in the chain as a lost host.
 constexpr const char* kHostLostAfterHeartbeatPatch = "host-lost-after-heartbeat";
 
+// Whether an activity failed because no worker took it within its schedule-to-start timeout: its
+// own failure or one of its causes (a retry after a heartbeat timeout fails as ScheduleToStart
+// caused by Heartbeat).
 bool not_taken_in_time(const temporal::Failure& failure) {
   for (const temporal::Failure* f = &failure; f != nullptr; f = f->cause.get()) {
     if (f->kind == temporal::FailureKind::kTimeout && f->timeout_type == "ScheduleToStart")
