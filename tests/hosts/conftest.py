@@ -1,35 +1,26 @@
 """Many hosts (issue #13): each "host" is a Docker engine of the test's own (private_engine.py,
 in a network namespace of its own) with a `codeact worker --host-id hN` whose DOCKER_HOST is that
-engine; one Temporal dev server. Started and stopped by the suite itself (root only)."""
+engine; one Temporal dev server. Three hosts, started and stopped by the suite itself (root only);
+hosts_harness.py is the harness, which bench/hosts uses too."""
 import os
-import subprocess
 import sys
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "cli"))  # dev_server, private_engine, worker_process
-sys.path.insert(0, os.path.join(HERE, "..", "chaos"))  # chaos_model: cells that a ledger counts
+sys.path.insert(0, HERE)
 
-REPO = os.path.abspath(os.path.join(HERE, "../.."))
-BIN = os.path.abspath(os.environ.get("CODEACT_BIN", os.path.join(REPO, "build/src/cli/codeact")))
+from hosts_harness import BIN, REPO, start_engines, stop_engines  # noqa: E402,F401
+
+HOSTS = ("h1", "h2", "h3")
 
 
 @pytest.fixture(scope="module")
 def engines(tmp_path_factory):
-    """Two private engines, h1 and h2, each holding the build's sandbox image."""
-    from private_engine import PrivateEngine, main_env
-
-    image = subprocess.run([BIN, "image", "build"], env=main_env(), capture_output=True, text=True)
-    assert image.returncode == 0, image.stderr
-    made = []
+    """Three private engines, h1, h2 and h3, each holding the build's sandbox image (started and
+    loaded at once)."""
+    made = start_engines(tmp_path_factory.mktemp("engines"), HOSTS)
     try:
-        for name in ("h1", "h2"):
-            engine = PrivateEngine(tmp_path_factory.mktemp(name), name)
-            made.append(engine)
-            engine.start()
-            engine.copy_image(image.stdout.strip())
-        yield dict(zip(("h1", "h2"), made))
+        yield made
     finally:
-        for engine in made:
-            engine.stop()
+        stop_engines(made)

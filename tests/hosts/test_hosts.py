@@ -1,10 +1,12 @@
-"""Sandboxes pinned to their host (issue #13): with two hosts (two Docker engines, a worker on
-each) behind one Temporal, every activity of a run that touches its sandbox runs on the host that
-started it, and a run whose host is lost fails saying why instead of hanging.
+"""Sandboxes pinned to their host (issue #13): with three hosts (three Docker engines, a worker
+on each) behind one Temporal, every activity of a run that touches its sandbox runs on the host
+that started it; a run whose host is lost fails saying why instead of hanging, or, with shared
+storage, moves to one of the live hosts and applies each cell once.
 
 What a user notices: every run answers right with its sandbox's state intact (each cell applied
 once, on one engine); the live view says where the sandbox is; the run's history shows which
-worker ran what (worker identities name their host); a lost host is an error that names it.
+worker ran what (worker identities name their host); a lost host is an error that names it, or a
+move the model is told of.
 """
 import collections
 import json
@@ -14,79 +16,10 @@ import subprocess
 import time
 import uuid
 
-import pytest
-
-from chaos_model import ANSWER, CELLS, ChaosModel, expected_state, expected_state_check, tool_log_lines
-from conftest import BIN, REPO
-from dev_server import DevServer
-from worker_process import WorkerProcess, durable_config, record_mcp_config
-
-PROMPTS = os.path.join(REPO, "config", "agent_prompts.yml")
-TEMPORAL = os.path.join(REPO, ".venv", "bin", "temporal")
-
-
-class Hosts:
-    """A dev server and a worker per engine, on one task queue."""
-
-    def __init__(self, tmp_path, engines, durable="", env=None):
-        self.tmp, self.engines = tmp_path, engines
-        self.calls_log = tmp_path / "calls.log"
-        self.cfg = tmp_path / "app_conf.yml"
-        self.cfg.write_text((durable or durable_config()) + record_mcp_config(self.calls_log))
-        self.queue = f"q-{uuid.uuid4().hex[:6]}"
-        self.server = DevServer(tmp_path)
-        self.address = self.server.start()
-        self.model = ChaosModel(cell_seconds=0.2)
-        self.workers = {}
-        for host, engine in engines.items():
-            w = WorkerProcess([BIN, "worker", "--temporal", self.address, "--task-queue", self.queue,
-                               "--config", str(self.cfg), "--prompts", PROMPTS, "--host-id", host],
-                              dict(os.environ, DOCKER_HOST=engine.host, **(env or {})))
-            self.workers[host] = w.start(stderr=open(tmp_path / f"worker-{host}.log", "ab"))
-
-    def run(self, wid, *extra):
-        """A `codeact run --no-worker` of the chaos model's cells, started (not waited for)."""
-        argv = [BIN, "run", "--temporal", self.address, "--no-worker", "--task-queue", self.queue,
-                "--model", self.model.model_flag, "--prompts", PROMPTS, "--config", str(self.cfg),
-                "--mcp", "fixture", "--workflow-id", wid, "--json", *extra,
-                f"Run the {CELLS} cells."]
-        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def history(self, wid):
-        p = subprocess.run([TEMPORAL, "workflow", "show", "--address", self.address,
-                            "--workflow-id", wid, "--output", "json"],
-                           capture_output=True, text=True, timeout=60)
-        assert p.returncode == 0, p.stderr
-        return json.loads(p.stdout)["events"]
-
-    def close(self):
-        for w in self.workers.values():
-            w.stop()
-        self.model.close()
-        self.server.stop()
-
-
-def activity_hosts(events):
-    """(activity type, task queue, host of the worker that ran it, attempt) per activity run."""
-    scheduled = {}
-    out = []
-    for e in events:
-        attrs = e.get("activityTaskScheduledEventAttributes")
-        if attrs:
-            scheduled[str(e["eventId"])] = (attrs["activityType"]["name"], attrs["taskQueue"]["name"])
-        attrs = e.get("activityTaskStartedEventAttributes")
-        if attrs:
-            name, queue = scheduled[str(attrs["scheduledEventId"])]
-            identity = attrs.get("identity", "")
-            host = identity.split("@", 1)[1].split(" ", 1)[0] if "@" in identity else ""
-            out.append((name, queue, host, int(attrs.get("attempt", 1))))
-    return out
-
-
-def volume_host(engines, wid):
-    """The hosts whose engine holds the run's volume."""
-    return [h for h, e in engines.items()
-            if e.docker("volume", "inspect", f"workflow-{wid}").returncode == 0]
+from chaos_model import ANSWER, CELLS, expected_state, expected_state_check, tool_log_lines
+from conftest import BIN
+from hosts_harness import (TEMPORAL, Hosts, activity_hosts, placements, shared_durable,  # noqa: F401
+                           volume_host, wait_for_calls)
 
 
 def test_each_runs_sandbox_work_runs_on_the_host_that_started_it(tmp_path, engines):
@@ -94,9 +27,10 @@ def test_each_runs_sandbox_work_runs_on_the_host_that_started_it(tmp_path, engin
     runs = []
     try:
         tag = uuid.uuid4().hex[:6]
-        # Two runs pinned to each host (--host), two placed wherever their start lands.
+        # Six runs at once over the three hosts: two pinned to h1 (two sandboxes on one host),
+        # one to h2, one to h3 (--host), two placed wherever their start lands.
         plan = [("h1", ["--host", "h1"]), ("h1", ["--host", "h1"]), ("h2", ["--host", "h2"]),
-                ("h2", ["--host", "h2"]), (None, []), (None, [])]
+                ("h3", ["--host", "h3"]), (None, []), (None, [])]
         runs = [(f"hosts-{tag}-{i}", pinned, hosts.run(f"hosts-{tag}-{i}", *extra))
                 for i, (pinned, extra) in enumerate(plan)]
         placed = collections.Counter()
@@ -130,7 +64,7 @@ def test_each_runs_sandbox_work_runs_on_the_host_that_started_it(tmp_path, engin
                                capture_output=True, text=True, timeout=120)
             assert p.returncode == 0, p.stderr
             assert json.loads(p.stdout)["result"] == expected_state(), p.stdout
-        assert set(placed) == {"h1", "h2"}, placed
+        assert set(placed) == {"h1", "h2", "h3"}, placed
         # Every cell's host-side tool call was made once.
         calls = collections.Counter(tool_log_lines(str(hosts.calls_log)))
         assert {line: n for line, n in calls.items() if n > 1} == {}
@@ -138,19 +72,15 @@ def test_each_runs_sandbox_work_runs_on_the_host_that_started_it(tmp_path, engin
     finally:
         hosts.close()
         for wid, _, _ in runs:
-            for engine in engines.values():
-                subprocess.run([BIN, "sandbox", "rm", wid, "--volume"], capture_output=True,
-                               env=dict(os.environ, DOCKER_HOST=engine.host))
+            hosts.remove(wid)
 
 
 def test_a_run_whose_host_is_lost_fails_naming_it_and_nothing_hangs(tmp_path, engines):
     # Short heartbeats (a dead worker is noticed in 2 s) and a 5 s host timeout.
-    durable = durable_config().replace("  activities:\n", "  activities:\n    host_timeout_seconds: 5\n")
-    hosts = Hosts(tmp_path, engines, durable)
+    # Each cell runs long enough to lose its host.
+    hosts = Hosts(tmp_path, engines, shared_durable(host_timeout=5), cell_seconds=30)
     wid = f"lost-{uuid.uuid4().hex[:6]}"
     try:
-        hosts.model.close()
-        hosts.model = ChaosModel(cell_seconds=30)  # each cell runs long enough to lose its host
         proc = hosts.run(wid, "--host", "h2")
         # Wait until cell 1 runs in h2's sandbox, then lose h2: its worker and its engine.
         deadline = time.monotonic() + 120
@@ -158,21 +88,20 @@ def test_a_run_whose_host_is_lost_fails_naming_it_and_nothing_hangs(tmp_path, en
             assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
             time.sleep(0.2)
         lost_at = time.monotonic()
-        hosts.workers["h2"].kill()
-        engines["h2"].kill()
+        hosts.lose("h2")
         out, err = proc.communicate(timeout=120)
         took = time.monotonic() - lost_at
         assert proc.returncode != 0, out
         for part in ('host "h2" is lost', f"{hosts.queue}@h2", "local volume", "--host h2"):
             assert part in err, err[-3000:]
+        # Two hosts were live all along: the run did not start its sandbox on either.
+        assert volume_host({h: engines[h] for h in ("h1", "h3")}, wid) == []
         print(f"the run failed {took:.1f} s after its host was lost: {err.strip().splitlines()[-1]}")
     finally:
         if not engines["h2"].running():
             engines["h2"].start()
         hosts.close()
-        for host, engine in engines.items():
-            subprocess.run([BIN, "sandbox", "rm", wid, "--volume"], capture_output=True,
-                           env=dict(os.environ, DOCKER_HOST=engine.host))
+        hosts.remove(wid)
 
 
 def shared_hosts(tmp_path, engines, cell_seconds):
@@ -180,20 +109,19 @@ def shared_hosts(tmp_path, engines, cell_seconds):
     mount every host has at the same path), with a 5 s host timeout."""
     shared = tmp_path / "shared"
     shared.mkdir()
-    durable = durable_config().replace("  activities:\n", "  activities:\n    host_timeout_seconds: 5\n")
-    hosts = Hosts(tmp_path, engines, durable, env={"CODEACT_SHARED_DIR": str(shared)})
-    hosts.model.close()
-    hosts.model = ChaosModel(cell_seconds=cell_seconds)
+    hosts = Hosts(tmp_path, engines, shared_durable(host_timeout=5),
+                  env={"CODEACT_SHARED_DIR": str(shared)}, cell_seconds=cell_seconds)
     return hosts, shared
 
 
-def wait_for_calls(hosts, proc, n, timeout=120):
-    """Waits until n cells made their host-side call (each cell makes one, early)."""
-    deadline = time.monotonic() + timeout
-    while len(tool_log_lines(str(hosts.calls_log))) < n:
-        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
-        time.sleep(0.1)
-    return time.monotonic()
+def moved_to(shared, wid):
+    """The host of the sandbox's last placement: where it moved. It first went to h2, and then
+    to one of the two hosts that were live."""
+    owners = placements(shared, wid)
+    assert owners.get(1) == "h2", owners
+    to_host = owners[max(owners)]
+    assert to_host in ("h1", "h3"), owners
+    return to_host
 
 
 def check_moved_run(hosts, engines, wid, proc, to_host):
@@ -230,25 +158,26 @@ def test_with_shared_storage_a_run_whose_host_dies_moves_to_another_and_applies_
         # Cell 2 runs on h2 (its host-side call made, its sleep going on): h2 dies.
         wait_for_calls(hosts, proc, 2)
         lost_at = time.monotonic()
-        hosts.workers["h2"].kill()
-        engines["h2"].kill()
+        hosts.lose("h2")
         resumed_at = wait_for_calls(hosts, proc, 3)
-        err = check_moved_run(hosts, engines, wid, proc, "h1")
-        print(f"host lost to the next cell running on another host: {resumed_at - lost_at:.1f} s "
-              f"(host timeout 5 s)")
+        # The placements (ownership epochs on the shared storage): h2 first, then h1 or h3.
+        to_host = moved_to(shared, wid)
+        check_moved_run(hosts, engines, wid, proc, to_host)
+        print(f"host lost to the next cell running on another host ({to_host}): "
+              f"{resumed_at - lost_at:.1f} s (host timeout 5 s)")
         assert os.path.isdir(shared / wid), "the state is not on the shared storage"
-        # The placements: h2 first, then h1 (ownership epochs on the shared storage).
-        owners = {n: (shared / ".owners" / wid / n).read_text().strip()
-                  for n in os.listdir(shared / ".owners" / wid)}
-        assert owners.get("1") == "h2" and owners.get(str(max(map(int, owners)))) == "h1", owners
+        # From the move's start on, every activity went to the new host's queue and ran there.
+        ran = activity_hosts(hosts.history(wid))
+        starts = [i for i, (name, *_) in enumerate(ran) if name == "codeact.sandbox_start"]
+        assert len(starts) >= 2, ran
+        assert ran[starts[-1]][2] == to_host, ran
+        after = {(queue, ran_on) for _, queue, ran_on, _ in ran[starts[-1] + 1:]}
+        assert after == {(f"{hosts.queue}@{to_host}", to_host)}, ran
     finally:
         if not engines["h2"].running():
             engines["h2"].start()
         hosts.close()
-        for engine in engines.values():
-            subprocess.run([BIN, "sandbox", "rm", wid, "--volume"], capture_output=True,
-                           env=dict(os.environ, DOCKER_HOST=engine.host,
-                                    CODEACT_SHARED_DIR=str(shared)))
+        hosts.remove(wid, shared)
 
 
 def test_split_brain_a_frozen_host_that_comes_back_cannot_commit_and_its_container_goes(
@@ -262,12 +191,13 @@ def test_split_brain_a_frozen_host_that_comes_back_cannot_commit_and_its_contain
         # h2 freezes mid-cell: its worker and its sandbox's processes stop (SIGSTOP, the freezer).
         hosts.workers["h2"].proc.send_signal(signal.SIGSTOP)
         assert h2.docker("pause", f"codeact-{wid}").returncode == 0
-        # The run moves to h1 and finishes there while h2 is frozen.
+        # The run moves to h1 or h3 and finishes there while h2 is frozen.
         wait_for_calls(hosts, proc, 3)
+        to_host = moved_to(shared, wid)
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err[-3000:]
         before = subprocess.run([BIN, "sandbox", "exec", wid, "--json", expected_state_check()],
-                                env=dict(os.environ, DOCKER_HOST=engines["h1"].host,
+                                env=dict(os.environ, DOCKER_HOST=engines[to_host].host,
                                          CODEACT_SHARED_DIR=str(shared)),
                                 capture_output=True, text=True, timeout=120)
         assert before.returncode == 0, before.stderr
@@ -284,7 +214,7 @@ def test_split_brain_a_frozen_host_that_comes_back_cannot_commit_and_its_contain
         state = h2.docker("container", "inspect", "-f", "{{.State.ExitCode}}", f"codeact-{wid}")
         assert state.stdout.strip() == "76", state.stdout + state.stderr
         logs = h2.docker("logs", f"codeact-{wid}")
-        assert "placed on host h1" in logs.stdout + logs.stderr, logs.stderr[-2000:]
+        assert f"placed on host {to_host}" in logs.stdout + logs.stderr, logs.stderr[-2000:]
         time.sleep(4)  # had anything been committed, the manifest would have changed by now
         assert (shared / wid / wid / "state" / "manifest.json").read_bytes() == manifest
         # Then its worker: it removes the container, and leaves the state alone.
@@ -295,7 +225,7 @@ def test_split_brain_a_frozen_host_that_comes_back_cannot_commit_and_its_contain
             time.sleep(0.5)
         hosts.model.requests.clear()
         after = subprocess.run([BIN, "sandbox", "exec", wid, "--json", expected_state_check()],
-                               env=dict(os.environ, DOCKER_HOST=engines["h1"].host,
+                               env=dict(os.environ, DOCKER_HOST=engines[to_host].host,
                                         CODEACT_SHARED_DIR=str(shared)),
                                capture_output=True, text=True, timeout=120)
         assert json.loads(after.stdout)["result"] == expected_state(), after.stdout
@@ -306,7 +236,4 @@ def test_split_brain_a_frozen_host_that_comes_back_cannot_commit_and_its_contain
             hosts.workers["h2"].proc.send_signal(signal.SIGCONT)
         h2.docker("unpause", f"codeact-{wid}")
         hosts.close()
-        for engine in engines.values():
-            subprocess.run([BIN, "sandbox", "rm", wid, "--volume"], capture_output=True,
-                           env=dict(os.environ, DOCKER_HOST=engine.host,
-                                    CODEACT_SHARED_DIR=str(shared)))
+        hosts.remove(wid, shared)
