@@ -19,6 +19,7 @@
 #include "codeact/codeact/codeact_agent.hpp"
 #include "codeact/core/cancel.hpp"
 #include "codeact/core/json.hpp"
+#include "codeact/durable/task_run_start.hpp"
 #include "codeact/mcp/server_config.hpp"
 #include "durable_support.hpp"
 #include "live_view.hpp"
@@ -65,53 +66,6 @@ void print_answer(const std::string& sandbox_id, const std::vector<std::string>&
   if (message.empty() || message.back() != '\n') std::cout << "\n";
 }
 
-// The memo field of a task run started by `codeact run` holding its TaskInput.
-constexpr const char* kTaskInputMemo = "codeact_task_input";
-
-// The run `codeact run` follows: the latest run of `workflow_id` when it is a task run that
-// completed with this same input (`completed_before`), the running one, or a new one.
-struct FollowedRun {
-  temporal::WorkflowRun run;
-  bool completed_before = false;
-};
-
-// Looks at the latest run of `workflow_id`, then starts or joins one. The look is asked again
-// while the server does not answer (taking an outage for "no such run" would do a completed task
-// a second time). A run that was running (or not found) at the look is joined with a start that
-// refuses to replace a closed run: when it completes between the look and the start (its first
-// `codeact run` was killed moments before), the start fails and the look, asked again, follows
-// the completed run instead of doing the task again. Only a closed run of another input, or one
-// that failed or was cancelled, is replaced by a new run.
-core::Result<FollowedRun> start_or_follow(temporal::Client& client, const durable::TaskInput& in,
-                                          temporal::StartWorkflowOptions so) {
-  const std::string& workflow_id = so.id;
-  for (int look = 0;; ++look) {
-    const auto deadline = std::chrono::steady_clock::now() + client.unavailable_patience();
-    auto d = client.describe_workflow(workflow_id);
-    while (!d.ok() && d.error().code() == core::Code::kUnavailable &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      d = client.describe_workflow(workflow_id);
-    }
-    if (!d.ok() && d.error().code() != core::Code::kNotFound)
-      return d.error().with_context("looking for workflow \"" + workflow_id + "\"");
-    if (d.ok() && d->workflow_type == durable::kTaskWorkflow && d->status == "Completed" &&
-        d->memo.value(kTaskInputMemo, Json()) == in.to_json()) {
-      return FollowedRun{temporal::WorkflowRun{workflow_id, d->run_id, /*started=*/false}, true};
-    }
-    const bool closed = d.ok() && d->status != "Running";
-    so.id_reuse_policy = closed ? temporal::IdReusePolicy::kAllowDuplicate
-                                : temporal::IdReusePolicy::kRejectDuplicate;
-    auto started = client.start_workflow(durable::kTaskWorkflow, temporal::Args{in.to_json()}, so);
-    if (started.ok()) return FollowedRun{*started, false};
-    // Closed since the look (a start refused by the reuse policy): look again, a bounded number
-    // of times (each such refusal means a run closed; a new one can only come from another
-    // command on the same id).
-    if (started.error().code() != core::Code::kAlreadyExists || look >= 3)
-      return started.error().with_context("starting workflow \"" + workflow_id + "\"");
-  }
-}
-
 int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder,
                 const std::string& model_name) {
   auto policies = activity_policies(builder);
@@ -143,12 +97,10 @@ int run_durable(const RunFlags& f, const codeact::AgentBuilder& builder,
   temporal::StartWorkflowOptions so;
   so.id = workflow_id;
   so.task_queue = queue;
-  so.id_conflict_policy = temporal::IdConflictPolicy::kUseExisting;
-  // The run's input in its memo: the same command again after the run completed (its first
-  // `codeact run` was killed before it printed the answer) follows that run instead of doing
-  // the task a second time. Another task on the same --workflow-id starts a new run.
-  so.memo = core::Json{{kTaskInputMemo, in.to_json()}};
-  auto followed = start_or_follow(client, in, so);
+  // The same command again after the run completed (its first `codeact run` was killed before
+  // it printed the answer) follows that run instead of doing the task a second time. Another
+  // task on the same --workflow-id starts a new run.
+  auto followed = durable::start_or_follow(client, in, so);
   if (!followed.ok()) return report(followed.error());
   const bool completed_before = followed->completed_before;
   const temporal::WorkflowRun* started = &followed->run;
