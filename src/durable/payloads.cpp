@@ -139,6 +139,7 @@ core::Status read_task_fields(JsonReader& r, TaskInput& in) {
   CODEACT_TRY_STATUS(r.optional_with<std::vector<llm::ModelMessage>>(
       "message_history", in.message_history, messages_of));
   CODEACT_TRY_STATUS(r.optional("host", in.host));
+  CODEACT_TRY_STATUS(r.optional("shared_storage", in.shared_storage));
   return read_fork(r, in.fork_from);
 }
 
@@ -410,6 +411,7 @@ Json TaskInput::to_json() const {
   if (!message_history.empty()) j["message_history"] = llm::to_json(message_history);
   if (fork_from) j["fork_from"] = fork_json(*fork_from);
   if (!host.empty()) j["host"] = host;
+  if (shared_storage) j["shared_storage"] = true;
   return j;
 }
 

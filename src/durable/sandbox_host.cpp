@@ -12,8 +12,11 @@ std::string host_task_queue(std::string_view task_queue, std::string_view host) 
 }
 
 SandboxHost::SandboxHost(std::string task_queue, std::string host,
-                         std::chrono::milliseconds timeout)
-    : task_queue_(std::move(task_queue)), host_(std::move(host)), timeout_(timeout) {}
+                         std::chrono::milliseconds timeout, bool shared)
+    : task_queue_(std::move(task_queue)),
+      host_(std::move(host)),
+      timeout_(timeout),
+      shared_(shared) {}
 
 ActivityRoute SandboxHost::route() const {
   if (host_.empty()) return {};

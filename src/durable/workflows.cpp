@@ -75,12 +75,8 @@ class WorkflowActivityCaller final : public ActivityCaller {
   agent::Task<Result<Json>> call(std::string activity, Json input, ActivityPolicy policy) override {
     Result<temporal::ActivityOptions> o = activity_options(policy);
     if (!o.ok()) co_return std::move(o).error().with_context(activity);
-    if (activity == kSandboxStartActivity) {
-      // What a move starts again: the same sandbox, never a fork (its state is there already).
-      last_start_ = input;
-      if (last_start_.is_object()) last_start_.erase("fork_from");
-      last_start_policy_ = policy;
-    }
+    // What a move starts again: the same sandbox, never a fork (its state is there already).
+    if (activity == kSandboxStartActivity) start_again_with(input, policy);
     for (int moves = 0;; ++moves) {
       const std::string sent_to = host_.host();
       const ActivityRoute route = host_.route();
@@ -124,8 +120,17 @@ class WorkflowActivityCaller final : public ActivityCaller {
       if (!placed.ok() || activity == kSandboxStartActivity) co_return placed;
     }
   }
+  // The start a move runs again when this run did not start the sandbox itself (a chat's run
+  // after a continue-as-new): `input` of codeact.sandbox_start, sent with `policy`.
+  void start_again_with(Json input, ActivityPolicy policy) {
+    last_start_ = std::move(input);
+    if (last_start_.is_object()) last_start_.erase("fork_from");
+    last_start_policy_ = policy;
+  }
   // Where the run's sandbox lives ("" until its start said, or for a run recorded before hosts).
   const std::string& host() const { return host_.host(); }
+  // Whether its storage is shared (it may move to another host).
+  bool shared() const { return host_.shared(); }
   bool cancel_requested() const override { return turn_cancelled_ || ctx_.cancel_requested(); }
   std::string now() override { return core::format_rfc3339(ctx_.now()); }
 
@@ -220,7 +225,8 @@ struct RunView {
 SandboxHost sandbox_host(WorkflowContext& ctx, const TaskInput& in) {
   return SandboxHost(
       ctx.info().task_queue, in.host,
-      std::chrono::milliseconds(static_cast<int64_t>(in.activities.host_timeout_seconds * 1000)));
+      std::chrono::milliseconds(static_cast<int64_t>(in.activities.host_timeout_seconds * 1000)),
+      in.shared_storage);
 }
 
 AgentTarget target_of(const TaskInput& in) {
@@ -449,6 +455,10 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
     Result<codeact::SandboxStarted> opened = co_await open_task;
     if (!opened.ok()) view.failed(opened.error());  // the start's error, and its cleanup's
     chat.sandbox_started = true;
+  } else {
+    // The run before this one started it; a move starts it again as that run would have.
+    caller->start_again_with(SandboxStartInput{plan_of(in, sandbox_id)}.to_json(),
+                             in.activities.sandbox);
   }
   auto prepare_task = run.prepare();
   Result<codeact::PreparedAgent> prepared = co_await prepare_task;
@@ -531,6 +541,7 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
       next.base.message_history = history;
       next.base.sandbox_id = sandbox_id;
       next.base.host = caller->host();
+      next.base.shared_storage = caller->shared();
       ctx.continue_as_new(temporal::Args{next.to_json()});
     }
   }

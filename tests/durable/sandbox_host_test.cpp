@@ -74,6 +74,23 @@ TEST(SandboxHost, OnSharedStorageALostHostsSandboxMovesAndTheModelIsToldOnce) {
   EXPECT_EQ(host.move_note(), "");
 }
 
+TEST(SandboxHost, ARunThatStartsNoSandboxMovesItWhenItsInputSaysTheStorageIsShared) {
+  // A chat's run after a continue-as-new: pinned where the run before left the sandbox, told by
+  // its input that the storage is shared, and no start of its own to learn it from.
+  SandboxHost carried("codeact", "h2", 5s, /*shared=*/true);
+  EXPECT_TRUE(carried.can_move());
+  EXPECT_TRUE(carried.shared());
+  carried.move_away(kAgentPrepareActivity);
+  carried.learn(kSandboxStartActivity,
+                SandboxStartOutput{"s1", true, "v", "h1", true, 6}.to_json());
+  EXPECT_EQ(carried.route().task_queue, "codeact@h1");
+  EXPECT_NE(carried.move_note().find("cell 6"), std::string::npos) << carried.move_note();
+  // Without it (inputs from before it was carried) the run keeps the old answer: it cannot move.
+  SandboxHost old("codeact", "h2", 5s);
+  EXPECT_FALSE(old.can_move());
+  EXPECT_NE(old.lost(kAgentPrepareActivity).message().find("local volume"), std::string::npos);
+}
+
 TEST(SandboxHost, AStartThatLandsOnTheLostHostAgainOrFailsLeavesTheSandboxWhereItWas) {
   SandboxHost host("codeact", "", 5s);
   host.learn(kSandboxStartActivity, SandboxStartOutput{"s1", false, "v", "h2", true, 0}.to_json());
@@ -128,6 +145,11 @@ TEST(HostPayloads, HostsTravelOnlyWhenSetSoOlderWorkersStillReadTheRest) {
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_EQ(back->host, "h3");
   EXPECT_EQ(back->activities.host_timeout_seconds, 12);
+
+  EXPECT_FALSE(in.to_json().contains("shared_storage"));
+  in.shared_storage = true;
+  EXPECT_EQ(in.to_json()["shared_storage"], true);
+  EXPECT_TRUE(TaskInput::from_json(in.to_json())->shared_storage);
 
   EXPECT_FALSE((SandboxStartOutput{"s", false, "v", ""}.to_json().contains("host")));
   auto out = SandboxStartOutput::from_json(SandboxStartOutput{"s", true, "v", "h3"}.to_json());

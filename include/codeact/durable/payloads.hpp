@@ -96,6 +96,10 @@ struct TaskInput {
   // The host (a worker's --host-id) the sandbox lives on, or must start on; "" = the host of the
   // first worker that takes its start (docs/deploy.md). Written only when set.
   std::string host;
+  // The sandbox's state is on shared storage, so it may move when its host is lost: carried by
+  // a chat's continue-as-new, whose run starts no sandbox to learn it from (sandbox_host.hpp).
+  // JSON "shared_storage", written only when true.
+  bool shared_storage = false;
 
   Json to_json() const;
   // A bare string is a task with defaults (the seed's SimpleAgentWorkflow input).

@@ -44,8 +44,10 @@ struct ActivityRoute {
 class SandboxHost {
  public:
   // `task_queue`: the run's (shared) queue. `host`: where the input pins the sandbox, "" = where
-  // its start lands.
-  SandboxHost(std::string task_queue, std::string host, std::chrono::milliseconds timeout);
+  // its start lands. `shared`: the input says the sandbox's storage is shared (a chat's run after
+  // a continue-as-new, which starts no sandbox to learn it from; TaskInput::shared_storage).
+  SandboxHost(std::string task_queue, std::string host, std::chrono::milliseconds timeout,
+              bool shared = false);
 
   // Where the run's next activity (any codeact.* one) runs.
   ActivityRoute route() const;
@@ -68,12 +70,14 @@ class SandboxHost {
   void take_move_note() { move_note_.clear(); }
   // "" until known.
   const std::string& host() const { return host_; }
+  // The last start (or the input) said the sandbox's storage is shared.
+  bool shared() const { return shared_; }
 
  private:
   std::string task_queue_;
   std::string host_;
   std::chrono::milliseconds timeout_;
-  bool shared_ = false;      // the last start said its storage is shared
+  bool shared_;              // the last start (or the input) said its storage is shared
   std::string moved_from_;   // set by move_away() until the next start reports a host
   std::string moved_after_;  // the activity the lost host did not take
   std::string move_note_;
