@@ -324,6 +324,77 @@ TEST_P(DurableHistoryReplay, EveryRecordedHistoryHasItsTest) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Runs whose sandbox moved off a lost host (hosts/, recorded by tests/hosts with
+// CODEACT_HISTORY_OUT set: private Docker engines, shared storage; README.md). Not a set of
+// record.py's: each file is its own scenario.
+
+// The task queues the activities of `h` were scheduled on, in order.
+std::vector<std::string> scheduled_queues(const RecordedHistory& h) {
+  std::vector<std::string> out;
+  for (const auto& e : h.of_type("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"))
+    out.push_back(e["activityTaskScheduledEventAttributes"]["taskQueue"]["name"]);
+  return out;
+}
+
+// The one activity that its host did not take, and the start on the run's queue that followed.
+void expect_one_move(const RecordedHistory& h) {
+  auto timed_out = h.of_type("EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT");
+  ASSERT_EQ(timed_out.size(), 1u);
+  EXPECT_NE(timed_out[0].dump().find("TIMEOUT_TYPE_SCHEDULE_TO_START"), std::string::npos);
+  const int lost = std::stoi(timed_out[0].value("eventId", "0"));
+  const int start = h.scheduled_id("codeact.sandbox_start", lost);
+  ASSERT_GT(start, lost) << "no start after the lost activity";
+  // The start went to the run's queue (any live host); every later activity to one host's.
+  const auto scheduled = h.scheduled();
+  const auto queues = scheduled_queues(h);
+  const auto it = std::find(scheduled.rbegin(), scheduled.rend(), "codeact.sandbox_start");
+  const size_t at = static_cast<size_t>(scheduled.rend() - it) - 1;
+  EXPECT_EQ(queues[at].find('@'), std::string::npos) << queues[at];
+  ASSERT_LT(at + 1, queues.size());
+  for (size_t i = at + 1; i < queues.size(); ++i) {
+    EXPECT_EQ(queues[i], queues[at + 1]) << scheduled[i];
+    EXPECT_NE(queues[i].find('@'), std::string::npos) << scheduled[i];
+  }
+  // The model was told (in the next model request's conversation).
+  EXPECT_NE(h.all_payloads().find("[The sandbox moved from host"), std::string::npos);
+}
+
+TEST(DurableMovedHistoryReplay, TaskMovedHostReplays) {
+  const std::string f = "hosts/task_moved_host.json";
+  RecordedHistory h(f);
+  ASSERT_GT(h.size(), 0u) << f;
+  EXPECT_EQ(h.first()["workflowExecutionStartedEventAttributes"]["workflowType"]["name"],
+            kTaskWorkflow);
+  // A running cell's heartbeat stopped with its host, and its retry was not taken (recorded
+  // under the host-lost-after-heartbeat patch); the cell ran again on the new host.
+  EXPECT_NE(
+      h.of_type("EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT")[0].dump().find("TIMEOUT_TYPE_HEARTBEAT"),
+      std::string::npos);
+  EXPECT_EQ(h.of_type("EVENT_TYPE_MARKER_RECORDED").size(), 1u);
+  expect_one_move(h);
+  EXPECT_EQ(h.last_type(), "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED");
+  auto st = replay_with_current_code(f);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+TEST(DurableMovedHistoryReplay, ChatMovedAfterContinueAsNewReplays) {
+  const std::string f = "hosts/chat_moved_after_continue_as_new.json";
+  RecordedHistory h(f);
+  ASSERT_GT(h.size(), 0u) << f;
+  EXPECT_EQ(h.first()["workflowExecutionStartedEventAttributes"]["workflowType"]["name"],
+            kChatWorkflow);
+  // The run after a continue-as-new: its input carries the shared storage, it starts no sandbox
+  // until its host is lost, then moves it.
+  EXPECT_NE(RecordedHistory::payloads(h.first()).find("\"shared_storage\":true"),
+            std::string::npos);
+  EXPECT_EQ(count_of(h.scheduled(), "codeact.sandbox_start"), 1);
+  expect_one_move(h);
+  EXPECT_EQ(h.last_type(), "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW");
+  auto st = replay_with_current_code(f);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+}
+
+// ---------------------------------------------------------------------------------------------
 // The check can fail: other code registered under a recorded workflow's name is caught.
 
 temporal::ActivityOptions one_minute() {

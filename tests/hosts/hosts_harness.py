@@ -118,6 +118,20 @@ class Hosts:
         assert p.returncode == 0, p.stderr
         return json.loads(p.stdout)["events"]
 
+    def save_history(self, wid, name, run_id=""):
+        """With CODEACT_HISTORY_OUT set, writes the run's history there as `name` (the recorded
+        histories of moved runs, tests/durable/histories/hosts/, come from here)."""
+        out_dir = os.environ.get("CODEACT_HISTORY_OUT")
+        if not out_dir:
+            return
+        extra = ["--run-id", run_id] if run_id else []
+        p = subprocess.run([TEMPORAL, "workflow", "show", "--address", self.address,
+                            "--workflow-id", wid, *extra, "--output", "json"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        with open(os.path.join(out_dir, name), "w") as f:
+            f.write(p.stdout)
+
     def lose(self, host):
         """The host dies: its worker and its engine get SIGKILL."""
         self.workers[host].kill()

@@ -173,6 +173,7 @@ def test_with_shared_storage_a_run_whose_host_dies_moves_to_another_and_applies_
         assert ran[starts[-1]][2] == to_host, ran
         after = {(queue, ran_on) for _, queue, ran_on, _ in ran[starts[-1] + 1:]}
         assert after == {(f"{hosts.queue}@{to_host}", to_host)}, ran
+        hosts.save_history(wid, "task_moved_host.json")
     finally:
         if not engines["h2"].running():
             engines["h2"].start()
