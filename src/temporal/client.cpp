@@ -135,7 +135,9 @@ bool waiting_does_not_help(const core::Error& e) {
   for (char& ch : message) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   if (e.code() != core::Code::kUnavailable)
     return message.find("received http2 header with status") != std::string::npos;
-  return message.find("handshake") != std::string::npos ||
+  // Not "tcp handshaker shutdown": a plain connection closed, as by a server still starting.
+  return message.find("ssl handshake") != std::string::npos ||
+         message.find("handshake failed") != std::string::npos ||
          message.find("certificate") != std::string::npos;
 }
 
