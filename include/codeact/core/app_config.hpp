@@ -39,7 +39,7 @@ struct TemporalTlsConfig {
   // true, false, or unset (absent or "") = on when any key below is set, as the `temporal` CLI
   // does. false with an API key sends the key in clear (to a plaintext proxy on loopback, say).
   std::optional<bool> tls;
-  std::string ca_file;      // PEM roots the server's certificate must chain to; "" = system's
+  std::string ca_file;      // PEM roots the server's certificate must chain to; "" = gRPC's
   std::string cert_file;    // mTLS: this client's certificate chain (PEM), with key_file
   std::string key_file;     // mTLS: its private key (PEM)
   std::string server_name;  // the name the server's certificate must carry; "" = the host
