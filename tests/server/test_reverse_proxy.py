@@ -66,6 +66,19 @@ def proxied(tmp_path, temporal, model):
         remove_created_sandboxes()
 
 
+def directives(text):
+    """The config's lines without comments, blank lines and indentation."""
+    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    return [line for line in lines if line]
+
+
+def test_the_config_docs_deploy_md_shows_is_the_example_file_this_suite_runs():
+    deploy = open(os.path.join(REPO, "docs", "deploy.md")).read()
+    shown = re.search(r"```nginx\n(.*?)```", deploy, re.DOTALL)
+    assert shown, "docs/deploy.md has no ```nginx block"
+    assert directives(shown.group(1)) == directives(open(EXAMPLE).read())
+
+
 def test_the_page_loads_and_a_browser_login_works_through_the_proxy(proxied):
     url, ca = proxied
     page = requests.get(url + "/", verify=ca, timeout=30)
