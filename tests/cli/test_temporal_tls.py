@@ -6,10 +6,12 @@ temporal.api_key, its in-process worker too; a wrong key, a missing client certi
 untrusted CA each fail at once with an error naming the address and what to fix."""
 import json
 import os
+import sys
 import time
 import uuid
 
 import pytest
+import requests
 
 from dev_server import DevServer
 from scripted_model import ScriptedModel
@@ -124,6 +126,22 @@ def test_a_durable_run_goes_through_mtls(cli, mtls_proxy, certs, tmp_path, wid):
     config = app_conf(tmp_path, tls=True, tls_ca_file=certs.ca, tls_cert_file=certs.client_cert,
                       tls_key_file=certs.client_key, tls_server_name="localhost")
     answered_through(mtls_proxy, cli, config, wid)
+
+
+def test_a_server_without_a_worker_reaches_temporal_through_mtls(mtls_proxy, certs, tmp_path):
+    """`codeact server --no-worker` connects without the worker runner (as `run --no-worker` and
+    `chat --no-worker` do): the other path that reads the TLS settings."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "server"))
+    from server_process import ServerProcess
+    config = app_conf(tmp_path, tls_ca_file=certs.ca, tls_cert_file=certs.client_cert,
+                      tls_key_file=certs.client_key, tls_server_name="localhost")
+    server = ServerProcess(mtls_proxy.address, f"q-{uuid.uuid4().hex[:6]}", config, no_worker=True).start()
+    try:
+        health = requests.get(server.url + "/health", timeout=30).json()
+    finally:
+        server.stop()
+    assert health["temporal_connected"] is True, health
+    assert "/temporal.api.workflowservice.v1.WorkflowService/DescribeWorkflowExecution" in access_log(mtls_proxy)
 
 
 def test_doctor_says_temporal_is_reached_with_tls_and_a_key_and_never_prints_the_key(cli, key_proxy, certs,
