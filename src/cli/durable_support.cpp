@@ -93,6 +93,7 @@ core::Result<std::unique_ptr<DurableSession>> open_session(const DurableFlags& f
   req.flag = flags.temporal;
   req.config_url = builder.config.temporal_url;
   req.ns = builder.config.temporal_namespace;
+  req.tls = builder.config.temporal_tls;
   CODEACT_TRY(session->endpoint, durable::resolve_temporal(req, say));
   auto client = durable::connect_temporal(session->endpoint, std::chrono::seconds(15));
   if (!client.ok()) return explain(client.error());

@@ -81,6 +81,7 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
   req.flag = options.temporal;
   req.config_url = r->env->builder.config.temporal_url;
   req.ns = r->env->builder.config.temporal_namespace;
+  req.tls = r->env->builder.config.temporal_tls;
   CODEACT_TRY(r->endpoint, resolve_temporal(req, options.progress));
   CODEACT_TRY(auto client, connect_temporal(r->endpoint, std::chrono::seconds(15)));
   r->client.emplace(std::move(client));

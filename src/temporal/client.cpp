@@ -123,6 +123,24 @@ void fill_info(const workflowv1::WorkflowExecutionInfo& in, WorkflowExecutionInf
   out.history_length = in.history_length();
 }
 
+// The server, or a proxy before it, refused this client's credentials; a proxy answered with an
+// HTTP error that is not "try later" (gRPC makes 502, 503 and 504 Unavailable, 400 Internal:
+// nginx's answer to a missing client certificate); or the TLS handshake failed (gRPC says so only
+// in its message: "Ssl handshake failed: ... certificate verify failed"). None of these changes
+// by waiting for the server to come up.
+bool waiting_does_not_help(const core::Error& e) {
+  if (e.code() == core::Code::kUnauthenticated || e.code() == core::Code::kPermissionDenied)
+    return true;
+  std::string message = e.message();
+  for (char& ch : message) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (e.code() != core::Code::kUnavailable)
+    return message.find("received http2 header with status") != std::string::npos;
+  // Not "tcp handshaker shutdown": a plain connection closed, as by a server still starting.
+  return message.find("ssl handshake") != std::string::npos ||
+         message.find("handshake failed") != std::string::npos ||
+         message.find("certificate") != std::string::npos;
+}
+
 }  // namespace
 
 core::Result<Client> Client::connect(ClientOptions options, std::chrono::milliseconds wait_ready) {
@@ -135,6 +153,9 @@ core::Result<Client> Client::connect(ClientOptions options, std::chrono::millise
       auto r = conn->call(&WorkflowService::Stub::GetSystemInfo, req, "GetSystemInfo",
                           std::chrono::milliseconds(2000));
       if (r.ok()) break;
+      if (waiting_does_not_help(r.error()))
+        return core::Error(r.error().code(),
+                           "temporal server at " + address + ": " + r.error().message());
       if (std::chrono::steady_clock::now() >= deadline)
         return core::unavailable("temporal server at " + address + " did not answer within " +
                                  std::to_string(wait_ready.count()) +
@@ -153,6 +174,9 @@ core::Status Client::wait_until_serving(std::chrono::milliseconds timeout) {
     // An unknown workflow is NotFound once the namespace exists.
     auto d = describe_workflow("codeact-probe-no-such-workflow");
     if (!d.ok() && d.error().code() == core::Code::kNotFound) return core::ok_status();
+    if (!d.ok() && (d.error().code() == core::Code::kUnauthenticated ||
+                    d.error().code() == core::Code::kPermissionDenied))
+      return d.error();
     if (std::chrono::steady_clock::now() >= deadline) {
       return core::unavailable("the Temporal server at " + options().address +
                                " does not serve namespace \"" + options().ns + "\": " +

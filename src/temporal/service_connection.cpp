@@ -24,10 +24,17 @@ core::Result<std::shared_ptr<ServiceConnection>> ServiceConnection::create(Clien
     gethostname(host, sizeof(host) - 1);
     options.identity = std::to_string(getpid()) + "@" + host + " (codeact-cpp)";
   }
+  if (options.tls_cert_chain_pem.empty() != options.tls_private_key_pem.empty())
+    return core::invalid_argument(
+        "temporal client: a TLS client certificate needs its private key and the other way round");
+  if (!options.tls && !options.tls_cert_chain_pem.empty())
+    return core::invalid_argument("temporal client: a TLS client certificate needs tls");
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (options.tls) {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = options.tls_root_certs_pem;
+    ssl.pem_cert_chain = options.tls_cert_chain_pem;
+    ssl.pem_private_key = options.tls_private_key_pem;
     creds = grpc::SslCredentials(ssl);
   } else {
     creds = grpc::InsecureChannelCredentials();
@@ -106,7 +113,11 @@ bool ServiceConnection::sleep_unless(std::chrono::milliseconds wait,
 void ServiceConnection::prepare(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) const {
   if (timeout.count() <= 0) timeout = options_.rpc_timeout;
   ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  if (!options_.api_key.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.api_key);
+  if (!options_.api_key.empty()) {
+    ctx.AddMetadata("authorization", "Bearer " + options_.api_key);
+    // Temporal Cloud's regional API-key endpoints route a call by this header, not its body.
+    ctx.AddMetadata("temporal-namespace", options_.ns);
+  }
 }
 
 }  // namespace codeact::temporal::internal

@@ -211,6 +211,55 @@ TEST(AppConfigTest, InterpolatesAndFallsBackToProviderKeyVariables) {
             "no llm.mistral in app_conf.yml (configured providers: anthropic, gemini, openai)");
 }
 
+TEST(AppConfigTest, TemporalTlsKeysComeFromTheTemporalCliVariables) {
+  std::map<std::string, std::string> env;
+  core::EnvLookup lookup = [&](const std::string& n) -> std::optional<std::string> {
+    auto it = env.find(n);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  auto doc = core::load_yaml_file(std::string(CODEACT_SOURCE_DIR) + "/config/app_conf.yml");
+  ASSERT_TRUE(doc.ok()) << doc.error().to_string();
+  // Nothing set: nothing configured, a plain connection.
+  auto plain = core::AppConfig::from_json(*doc, "app_conf.yml", lookup);
+  ASSERT_TRUE(plain.ok()) << plain.error().to_string();
+  EXPECT_TRUE(plain->temporal_tls.empty());
+  EXPECT_FALSE(plain->temporal_tls.uses_tls());
+
+  env = {{"TEMPORAL_TLS_CA", "/etc/ca.pem"},
+         {"TEMPORAL_TLS_CERT", "/etc/c.pem"},
+         {"TEMPORAL_TLS_KEY", "/etc/c.key"},
+         {"TEMPORAL_TLS_SERVER_NAME", "t.example"},
+         {"TEMPORAL_API_KEY", "secret-key-123"}};
+  auto c = core::AppConfig::from_json(*doc, "app_conf.yml", lookup);
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_FALSE(c->temporal_tls.tls.has_value());
+  EXPECT_TRUE(c->temporal_tls.uses_tls());  // implied by the files and the key
+  EXPECT_EQ(c->temporal_tls.ca_file, "/etc/ca.pem");
+  EXPECT_EQ(c->temporal_tls.cert_file, "/etc/c.pem");
+  EXPECT_EQ(c->temporal_tls.key_file, "/etc/c.key");
+  EXPECT_EQ(c->temporal_tls.server_name, "t.example");
+  EXPECT_EQ(c->temporal_tls.api_key, "secret-key-123");
+
+  // An API key alone implies TLS (Temporal Cloud); TEMPORAL_TLS=false turns it off.
+  env = {{"TEMPORAL_API_KEY", "k"}};
+  EXPECT_TRUE(core::AppConfig::from_json(*doc, "x", lookup)->temporal_tls.uses_tls());
+  env = {{"TEMPORAL_API_KEY", "k"}, {"TEMPORAL_TLS", "false"}};
+  EXPECT_FALSE(core::AppConfig::from_json(*doc, "x", lookup)->temporal_tls.uses_tls());
+  env = {{"TEMPORAL_TLS", "True"}};
+  EXPECT_TRUE(core::AppConfig::from_json(*doc, "x", lookup)->temporal_tls.uses_tls());
+  env = {{"TEMPORAL_TLS", "maybe"}};
+  auto bad = core::AppConfig::from_json(*doc, "x", lookup);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), core::Code::kInvalidArgument);
+  EXPECT_NE(bad.error().message().find("temporal.tls (TEMPORAL_TLS)"), std::string::npos)
+      << bad.error().message();
+  // A YAML boolean works too.
+  auto yaml = core::parse_yaml("temporal: {url: 'h:1', tls: true}\n");
+  ASSERT_TRUE(yaml.ok());
+  EXPECT_TRUE(core::AppConfig::from_json(*yaml, "x", lookup)->temporal_tls.uses_tls());
+}
+
 TEST(AppConfigTest, UnsetVariableWithoutDefaultIsAnError) {
   auto doc = core::parse_yaml("llm:\n  openai:\n    api_key: ${CODEACT_TEST_SURELY_UNSET_VAR}\n");
   ASSERT_TRUE(doc.ok());

@@ -1,6 +1,7 @@
 // temporal::Client: talks to a Temporal frontend (WorkflowService over gRPC) for one namespace.
 //
-// Connect plain or with TLS, optionally with an API key (sent as `authorization: Bearer`).
+// Connect plain, with TLS or mTLS (a client certificate), optionally with an API key (sent as
+// `authorization: Bearer`).
 // Start (with an optional memo), signal, signal-with-start, query, cancel, terminate, describe
 // and list workflows, read their result by long-polling history (following continue-as-new),
 // and fetch full histories.
@@ -31,8 +32,15 @@ struct ClientOptions {
   bool tls = false;
   std::string tls_root_certs_pem;  // "" = system roots (with tls)
   std::string tls_server_name;     // "" = host of `address`
-  std::string api_key;             // "" = none
-  std::string identity;            // "" = "<pid>@<hostname>"
+  // mTLS: the client's certificate chain and its private key (PEM), presented when the server
+  // asks for a client certificate. "" = none. REQUIRES: both or neither, and `tls` (else
+  // connect() is InvalidArgument).
+  std::string tls_cert_chain_pem;
+  std::string tls_private_key_pem;
+  // "" = none. Sent on every call as `authorization: Bearer <key>`, with the namespace as
+  // `temporal-namespace` (Temporal Cloud's regional endpoints route by it).
+  std::string api_key;
+  std::string identity;  // "" = "<pid>@<hostname>"
   // Deadline of ordinary (non long-poll) calls.
   std::chrono::milliseconds rpc_timeout{std::chrono::seconds(10)};
 };
@@ -128,7 +136,10 @@ struct HistoryWatch {
 class Client {
  public:
   // Creates the channel; with `wait_ready` (> 0) waits that long for the server to answer.
-  // Unavailable if it does not.
+  // Unavailable if it does not. Answers that waiting does not change end the wait at once: the
+  // server (or a proxy before it) refusing the credentials (Unauthenticated, PermissionDenied,
+  // as it said them) and a failed TLS handshake (Unavailable, with gRPC's reason: an untrusted
+  // server certificate, a client certificate the server wants and did not get).
   static core::Result<Client> connect(
       ClientOptions options, std::chrono::milliseconds wait_ready = std::chrono::seconds(5));
 
@@ -146,7 +157,8 @@ class Client {
 
   // Waits until the namespace serves workflow calls: a server that just started (a dev server
   // registers "default" shortly after it listens) answers NotFound for it a little while.
-  // Unavailable naming the address and namespace when it does not within `timeout`.
+  // Unavailable naming the address and namespace when it does not within `timeout`;
+  // Unauthenticated or PermissionDenied at once when the server refuses this client there.
   core::Status wait_until_serving(std::chrono::milliseconds timeout);
 
   // Starts a workflow. This call, signal_workflow and signal_with_start are sent again while the
