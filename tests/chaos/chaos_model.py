@@ -1,7 +1,9 @@
 """The model of the chaos runs: a ScriptedModel that reads the conversation, as a real model
 would, and asks for cell 1, 2, ... CELLS in turn, asking for a cell again (a new tool call) when
 the last result says it did not complete (its kernel or container was killed under it), and
-answers ANSWER after the last one. Its answer depends only on the conversation, so a model
+answers ANSWER after the last one. A cell that raised PossiblyAppliedError at its host call (the
+worker died while the call ran) did change the state before it: the next attempt only makes the
+call again. Its answer depends only on the conversation, so a model
 request retried after a crash gets the same answer.
 
 Cell n (tool call id "c<n>-<attempt>") changes the sandbox in every way the suite checks:
@@ -28,12 +30,17 @@ def payload(n):
     return f"cell {n} payload\n" * 400
 
 
-def cell_code(n, call_id, seconds):
-    return (
-        "import os, time\n"
+def cell_code(n, call_id, seconds, applied=False):
+    """Cell n. `applied`: its last attempt raised at record() after changing the state (the host
+    call's connection closed: PossiblyAppliedError); a failed cell keeps what it did, so this
+    attempt only makes the call again and finishes, as a model reading the error would."""
+    changes = "" if applied else (
         f"ledger = globals().get('ledger', []) + ['cell {n}']\n"
         "counter = globals().get('counter', 0) + 1\n"
-        f"open('/output/file_{n}.txt', 'w').write({payload(n)!r})\n"
+        f"open('/output/file_{n}.txt', 'w').write({payload(n)!r})\n")
+    return (
+        "import os, time\n"
+        + changes +
         f"tool = record(text=os.environ.get('CODEACT_SANDBOX_ID', '?') + ' {call_id}')\n"
         f"time.sleep({seconds})\n"
         f"'done {n}'")
@@ -62,7 +69,9 @@ def next_turn(messages, seconds):
     if n > CELLS:
         return {"content": ANSWER}
     call_id = f"c{n}-{attempt}"
-    return python_turn(call_id, cell_code(n, call_id, seconds))
+    # "cell K raised PossiblyAppliedError": K is the sandbox's count of cells, not n.
+    applied = last is not None and last[0] == n and " raised PossiblyAppliedError" in last[2]
+    return python_turn(call_id, cell_code(n, call_id, seconds, applied))
 
 
 class ChaosModel(ScriptedModel):
