@@ -50,6 +50,7 @@ def next_turn(messages, seconds):
     """The turn for a conversation: the next cell, the same cell again, or the answer."""
     calls = {}  # tool call id -> (cell, attempt)
     last = None  # (cell, attempt, result text) of the last tool result
+    applied = set()  # cells one of whose attempts raised at record() after changing the state
     for m in messages:
         if m.get("role") == "assistant":
             for c in m.get("tool_calls") or []:
@@ -60,6 +61,10 @@ def next_turn(messages, seconds):
             n, attempt = calls[m["tool_call_id"]]
             content = m.get("content")
             last = (n, attempt, content if isinstance(content, str) else json.dumps(content))
+            # "cell K raised PossiblyAppliedError" (K counts the sandbox's cells, not n): that
+            # attempt committed its changes, so later attempts of cell n only make the call.
+            if " raised PossiblyAppliedError" in last[2]:
+                applied.add(n)
     if last is None:
         n, attempt = 1, 0
     elif f"result: 'done {last[0]}'" in last[2]:
@@ -69,9 +74,7 @@ def next_turn(messages, seconds):
     if n > CELLS:
         return {"content": ANSWER}
     call_id = f"c{n}-{attempt}"
-    # "cell K raised PossiblyAppliedError": K is the sandbox's count of cells, not n.
-    applied = last is not None and last[0] == n and " raised PossiblyAppliedError" in last[2]
-    return python_turn(call_id, cell_code(n, call_id, seconds, applied))
+    return python_turn(call_id, cell_code(n, call_id, seconds, n in applied))
 
 
 class ChaosModel(ScriptedModel):
