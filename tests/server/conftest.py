@@ -1,5 +1,6 @@
 """Fixtures of the page's browser tests: the page's files served on 127.0.0.1 by Python's
-http.server, and headless Chromium driven by Selenium.
+http.server, and headless Chromium driven by Selenium; and what the server's tests share: a
+Temporal dev server per test module and a scripted model per test.
 
 The server lays the page out as `codeact server` does (index.html at /, the other files of
 src/server/page/ at /assets/NAME, with its Content-Security-Policy) and serves this directory's
@@ -10,11 +11,15 @@ import functools
 import http.server
 import os
 import shutil
+import sys
 import threading
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "cli"))
+from dev_server import DevServer  # noqa: E402
+from scripted_model import ScriptedModel  # noqa: E402
 PAGE = os.path.normpath(os.path.join(HERE, "../../src/server/page"))
 CSP = ("default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; "
        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
@@ -109,3 +114,19 @@ def harness(browser, static_server):
     WebDriverWait(browser, 10).until(
         lambda d: d.execute_script("return window.harnessReady === true"))
     return browser
+
+
+@pytest.fixture(scope="module")
+def temporal(tmp_path_factory):
+    """A Temporal dev server for the test module: its address."""
+    server = DevServer(tmp_path_factory.mktemp("temporal"))
+    yield server.start()
+    server.stop()
+
+
+@pytest.fixture
+def model():
+    """A local OpenAI-compatible model whose turns the test sets (model.turns)."""
+    m = ScriptedModel([])
+    yield m
+    m.close()

@@ -14,8 +14,7 @@ import pytest
 import requests
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
-from dev_server import DevServer  # noqa: E402
-from scripted_model import ScriptedModel, python_turn  # noqa: E402
+from scripted_model import python_turn  # noqa: E402
 from server_process import CREATED, FAST_DURABLE, Client, ServerProcess, remove_created_sandboxes  # noqa: E402
 
 KEY_A = "alice-key-0123456789abcdef"
@@ -24,13 +23,6 @@ KEY_B = "bob-key-0123456789abcdef00"
 
 def text_turn(text):
     return {"content": text}
-
-
-@pytest.fixture(scope="module")
-def temporal(tmp_path_factory):
-    server = DevServer(tmp_path_factory.mktemp("temporal"))
-    yield server.start()
-    server.stop()
 
 
 @pytest.fixture
@@ -45,13 +37,6 @@ def config(tmp_path):
 @pytest.fixture
 def queue():
     return f"srv-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def model():
-    m = ScriptedModel([])
-    yield m
-    m.close()
 
 
 @pytest.fixture

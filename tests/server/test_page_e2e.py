@@ -19,8 +19,7 @@ import uuid
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
-from dev_server import DevServer  # noqa: E402
-from scripted_model import ScriptedModel, python_turn  # noqa: E402
+from scripted_model import python_turn  # noqa: E402
 
 try:  # the API tests' launcher (tests/server/server_process.py, which comes with the server)
     from server_process import BIN, FAST_DURABLE, Client, ServerProcess  # noqa: E402
@@ -42,20 +41,6 @@ if not os.path.exists(BIN):
 
 def text_turn(text):
     return {"content": text}
-
-
-@pytest.fixture(scope="module")
-def temporal(tmp_path_factory):
-    server = DevServer(tmp_path_factory.mktemp("temporal"))
-    yield server.start()
-    server.stop()
-
-
-@pytest.fixture
-def model():
-    m = ScriptedModel([])
-    yield m
-    m.close()
 
 
 @pytest.fixture

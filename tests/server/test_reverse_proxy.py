@@ -12,8 +12,7 @@ import pytest
 import requests
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
-from dev_server import DevServer  # noqa: E402
-from scripted_model import ScriptedModel, python_turn  # noqa: E402
+from scripted_model import python_turn  # noqa: E402
 from server_process import FAST_DURABLE, Client, ServerProcess, remove_created_sandboxes  # noqa: E402
 from tls_proxy import Certs, Nginx, free_port  # noqa: E402
 
@@ -33,20 +32,6 @@ def proxied_config(port, certs, upstream):
         assert text.count(old) == 1, f"{EXAMPLE} no longer has {old!r} once: update this test with it"
         text = text.replace(old, new)
     return text
-
-
-@pytest.fixture(scope="module")
-def temporal(tmp_path_factory):
-    server = DevServer(tmp_path_factory.mktemp("temporal"))
-    yield server.start()
-    server.stop()
-
-
-@pytest.fixture
-def model():
-    m = ScriptedModel([])
-    yield m
-    m.close()
 
 
 @pytest.fixture
