@@ -58,7 +58,10 @@ bool same_command(const HistoryMatcher::Command& c, const HistoryMatcher::Event&
         return false;
       auto a = patch_marker(c);
       auto b = patch_marker(e);
-      return !a || !b || a->id == b->id;
+      if (a && b && a->id != b->id) return false;
+      auto la = local_activity_seq(c);
+      auto lb = local_activity_seq(e);
+      return !la || !lb || *la == *lb;
     }
     case enumsv1::COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION: {
       const auto& a = c.start_child_workflow_execution_command_attributes();
@@ -92,8 +95,10 @@ std::string describe_command(const HistoryMatcher::Command& c) {
       return "StartTimer(timer_id='" + c.start_timer_command_attributes().timer_id() + "')";
     case enumsv1::COMMAND_TYPE_RECORD_MARKER: {
       auto patch = patch_marker(c);
+      auto la = local_activity_seq(c);
       return "RecordMarker(marker_name='" + c.record_marker_command_attributes().marker_name() +
-             "'" + (patch ? ", patch_id='" + patch->id + "'" : std::string()) + ")";
+             "'" + (patch ? ", patch_id='" + patch->id + "'" : std::string()) +
+             (la ? ", seq=" + std::to_string(*la) : std::string()) + ")";
     }
     case enumsv1::COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION: {
       const auto& a = c.start_child_workflow_execution_command_attributes();
@@ -135,9 +140,11 @@ std::string describe_event(const HistoryMatcher::Event& e) {
       return id + "TimerStarted(timer_id='" + e.timer_started_event_attributes().timer_id() + "')";
     case enumsv1::EVENT_TYPE_MARKER_RECORDED: {
       auto patch = patch_marker(e);
+      auto la = local_activity_seq(e);
       return id + "MarkerRecorded(marker_name='" +
              e.marker_recorded_event_attributes().marker_name() + "'" +
-             (patch ? ", patch_id='" + patch->id + "'" : std::string()) + ")";
+             (patch ? ", patch_id='" + patch->id + "'" : std::string()) +
+             (la ? ", seq=" + std::to_string(*la) : std::string()) + ")";
     }
     case enumsv1::EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED: {
       const auto& a = e.start_child_workflow_execution_initiated_event_attributes();

@@ -6,10 +6,11 @@
 // produce, or a produced command the history does not have is nondeterminism.
 //
 // What "the same" means: the command type the event records, and for activities the activity
-// id and type, timers the timer id, markers the name (and patch id), child workflows the
-// workflow id and type, cancellations the target. Inputs are not compared (as in the official
-// SDKs: changing an argument is not a new history). A deprecated patch marker that the code no
-// longer records is skipped. Mismatch messages name the workflow task, the command and the event.
+// id and type, timers the timer id, markers the name (and patch id, or local activity seq),
+// child workflows the workflow id and type, cancellations the target. Inputs are not compared
+// (as in the official SDKs: changing an argument is not a new history). A deprecated patch marker
+// that the code no longer records is skipped. Mismatch messages name the workflow task, the
+// command and the event.
 //
 // Owned by one WorkflowState; not thread-safe.
 #pragma once

@@ -8,6 +8,7 @@
 #include "codeact/core/log.hpp"
 #include "codec.hpp"
 #include "ids.hpp"
+#include "local_activities.hpp"
 #include "service_connection.hpp"
 #include "workflow_state.hpp"
 
@@ -42,8 +43,10 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   std::set<std::shared_ptr<ActivityContext>> running;  // GUARDED_BY(mu)
   int activity_slots = 0;                              // GUARDED_BY(mu)
   int inflight_activities = 0;                         // GUARDED_BY(mu)
-  bool started = false;                                // GUARDED_BY(mu)
-  bool stopped = false;                                // GUARDED_BY(mu)
+  // Workflow tasks completed on threads of their own (waiting for local activities).
+  int inflight_workflow_tasks = 0;  // GUARDED_BY(mu)
+  bool started = false;             // GUARDED_BY(mu)
+  bool stopped = false;             // GUARDED_BY(mu)
   // Runs whose state is cached (by run id), and their order of use for eviction.
   std::map<std::string, std::unique_ptr<internal::WorkflowState>> cache;  // GUARDED_BY(mu)
   std::list<std::string> cache_order;                                     // GUARDED_BY(mu)
@@ -113,6 +116,15 @@ struct Worker::Impl : std::enable_shared_from_this<Worker::Impl> {
   }
   void activity_poller();
   void process_workflow_task(internal::wsv1::PollWorkflowTaskQueueResponse& task);
+  // Completes a replayed workflow task: runs its local activities (renewing the task while they
+  // run long), answers its queries, sends its commands, caches the run.
+  void complete_workflow_task(internal::wsv1::PollWorkflowTaskQueueResponse task,
+                              std::unique_ptr<internal::WorkflowState> owned,
+                              WorkflowTaskStats stats,
+                              std::chrono::steady_clock::time_point task_begin);
+  void respond_workflow_task_failed(const std::string& task_token, const std::string& wid,
+                                    const std::string& type, enumsv1::WorkflowTaskFailedCause cause,
+                                    const std::string& message);
   void run_activity(const internal::wsv1::PollActivityTaskQueueResponse& task);
 };
 
@@ -175,8 +187,25 @@ core::Result<historyv1::History> Worker::Impl::full_history(
   return history;
 }
 
+void Worker::Impl::respond_workflow_task_failed(const std::string& task_token,
+                                                const std::string& wid, const std::string& type,
+                                                enumsv1::WorkflowTaskFailedCause cause,
+                                                const std::string& message) {
+  core::log().warn("temporal worker: workflow task of {} ({}) failed: {}", wid, type, message);
+  internal::wsv1::RespondWorkflowTaskFailedRequest req;
+  req.set_namespace_(conn->ns());
+  req.set_task_token(task_token);
+  req.set_cause(cause);
+  req.set_identity(identity);
+  internal::encode_failure(Failure::application("WorkflowTaskFailure", message),
+                           req.mutable_failure());
+  auto r = conn->call(&WorkflowService::Stub::RespondWorkflowTaskFailed, req,
+                      "fail workflow task of " + wid);
+  if (!r.ok()) core::log().warn("temporal worker: {}", r.error().to_string());
+}
+
 void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueResponse& task) {
-  const auto task_begin = std::chrono::steady_clock::now();
+  auto task_begin = std::chrono::steady_clock::now();
   const std::string wid = task.workflow_execution().workflow_id();
   const std::string run_id = task.workflow_execution().run_id();
   const std::string type = task.workflow_type().name();
@@ -203,17 +232,7 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
                     task.has_query());
 
   auto respond_failed = [&](enumsv1::WorkflowTaskFailedCause cause, const std::string& message) {
-    core::log().warn("temporal worker: workflow task of {} ({}) failed: {}", wid, type, message);
-    internal::wsv1::RespondWorkflowTaskFailedRequest req;
-    req.set_namespace_(conn->ns());
-    req.set_task_token(task.task_token());
-    req.set_cause(cause);
-    req.set_identity(identity);
-    internal::encode_failure(Failure::application("WorkflowTaskFailure", message),
-                             req.mutable_failure());
-    auto r = conn->call(&WorkflowService::Stub::RespondWorkflowTaskFailed, req,
-                        "fail workflow task of " + wid);
-    if (!r.ok()) core::log().warn("temporal worker: {}", r.error().to_string());
+    respond_workflow_task_failed(task.task_token(), wid, type, cause, message);
   };
   auto respond_query = [&](const core::Result<Json>& answer) {
     internal::wsv1::RespondQueryTaskCompletedRequest req;
@@ -300,67 +319,174 @@ void Worker::Impl::process_workflow_task(internal::wsv1::PollWorkflowTaskQueueRe
                    st.error().message());
     return;
   }
-  internal::wsv1::RespondWorkflowTaskCompletedRequest req;
-  req.set_namespace_(conn->ns());
-  req.set_task_token(task.task_token());
-  req.set_identity(identity);
-  req.set_worker_instance_key(instance_key);
-  for (auto& c : state.commands()) *req.add_commands() = std::move(c);
-  for (const auto& [id, q] : task.queries()) {
-    auto answer = state.query(q.query_type(), internal::decode_payloads(q.query_args()));
-    auto& out = (*req.mutable_query_results())[id];
-    if (answer.ok()) {
-      out.set_result_type(enumsv1::QUERY_RESULT_TYPE_ANSWERED);
-      internal::encode_payloads(Args{answer.value()}, out.mutable_answer());
-    } else {
-      out.set_result_type(enumsv1::QUERY_RESULT_TYPE_FAILED);
-      out.set_error_message(answer.error().message());
+  // A task whose local activities run is completed on a thread of its own, so this poller
+  // goes on taking other runs' tasks meanwhile.
+  if (!state.has_waiting_local_activities()) {
+    complete_workflow_task(std::move(task), std::move(owned), stats, task_begin);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++inflight_workflow_tasks;
+  }
+  std::thread([self = shared_from_this(), task = std::move(task), owned = std::move(owned), stats,
+               task_begin]() mutable {
+    self->complete_workflow_task(std::move(task), std::move(owned), stats, task_begin);
+    std::lock_guard<std::mutex> lock(self->mu);
+    --self->inflight_workflow_tasks;
+    self->cv.notify_all();
+  }).detach();
+}
+
+void Worker::Impl::complete_workflow_task(internal::wsv1::PollWorkflowTaskQueueResponse task,
+                                          std::unique_ptr<internal::WorkflowState> owned,
+                                          WorkflowTaskStats stats,
+                                          std::chrono::steady_clock::time_point task_begin) {
+  internal::WorkflowState& state = *owned;
+  const std::string wid = task.workflow_execution().workflow_id();
+  const std::string run_id = task.workflow_execution().run_id();
+  const std::string type = task.workflow_type().name();
+  auto respond_failed = [&](enumsv1::WorkflowTaskFailedCause cause, const std::string& message) {
+    respond_workflow_task_failed(task.task_token(), wid, type, cause, message);
+  };
+  core::Status st;
+  // Local activities run here, inside the task. While one runs past most of the task's timeout,
+  // the task is completed asking for a new one at once (returned in the answer), which goes on
+  // waiting: a heartbeat of the workflow task.
+  ActivityInfo base;
+  base.workflow_id = wid;
+  base.run_id = run_id;
+  base.workflow_type = type;
+  base.workflow_namespace = conn->ns();
+  base.task_queue = options.task_queue;
+  internal::LocalActivities local(base);
+  auto start_local = [&] {
+    for (auto& request : state.take_local_activity_requests()) {
+      auto fn = activities.find(request.name);
+      local.start(std::move(request), fn == activities.end() ? nullptr : &fn->second);
+    }
+  };
+  auto task_deadline = [&] {
+    return std::chrono::steady_clock::now() + state.workflow_task_timeout() * 4 / 5;
+  };
+  auto deadline = task_begin + state.workflow_task_timeout() * 4 / 5;
+  for (;;) {
+    start_local();
+    while (state.has_waiting_local_activities() && !is_stopping()) {
+      for (int64_t seq : local.running())
+        if (!state.local_activity_waiting(seq)) local.cancel(seq);  // cancelled by the workflow
+      auto outcome = local.next(
+          std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(200)));
+      if (!outcome) {
+        if (std::chrono::steady_clock::now() >= deadline) break;
+        continue;
+      }
+      st = state.resolve_local_activity(std::move(*outcome));
+      if (!st.ok()) {
+        respond_failed(enumsv1::WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE,
+                       st.error().message());
+        return;
+      }
+      start_local();
+    }
+    if (is_stopping()) return;  // the task times out; another worker replays the run
+    const bool heartbeat = state.has_waiting_local_activities() && !state.finished();
+    internal::wsv1::RespondWorkflowTaskCompletedRequest req;
+    req.set_namespace_(conn->ns());
+    req.set_task_token(task.task_token());
+    req.set_identity(identity);
+    req.set_worker_instance_key(instance_key);
+    for (auto& c : state.take_commands()) *req.add_commands() = std::move(c);
+    for (const auto& [id, q] : task.queries()) {
+      auto answer = state.query(q.query_type(), internal::decode_payloads(q.query_args()));
+      auto& out = (*req.mutable_query_results())[id];
+      if (answer.ok()) {
+        out.set_result_type(enumsv1::QUERY_RESULT_TYPE_ANSWERED);
+        internal::encode_payloads(Args{answer.value()}, out.mutable_answer());
+      } else {
+        out.set_result_type(enumsv1::QUERY_RESULT_TYPE_FAILED);
+        out.set_error_message(answer.error().message());
+      }
+    }
+    if (heartbeat) {
+      req.set_force_create_new_workflow_task(true);
+      req.set_return_new_workflow_task(true);
+    }
+    const bool cache_it = options.max_cached_workflows > 0 && !state.finished();
+    core::log().debug("temporal worker: completing workflow task for {} with {} commands{}", wid,
+                      req.commands_size(), heartbeat ? " (local activities still running)" : "");
+    if (cache_it) {
+      auto* sticky = req.mutable_sticky_attributes();
+      sticky->mutable_worker_task_queue()->set_name(sticky_queue);
+      sticky->mutable_worker_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_STICKY);
+      sticky->mutable_worker_task_queue()->set_normal_name(options.task_queue);
+      internal::set_duration(std::chrono::seconds(5), sticky->mutable_schedule_to_start_timeout());
+    }
+    // Eager activities: the server hands activities this worker can run back in its answer,
+    // saving a trip through the activity task queue. One free slot is reserved for each.
+    int reserved = 0;
+    for (auto& c : *req.mutable_commands()) {
+      if (c.command_type() != enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK) continue;
+      auto* a = c.mutable_schedule_activity_task_command_attributes();
+      if (a->task_queue().name() != options.task_queue ||
+          !activities.count(a->activity_type().name()))
+        continue;
+      if (!try_reserve_activity_slot()) break;
+      a->set_request_eager_execution(true);
+      ++reserved;
+    }
+    stats.processing_time = std::chrono::steady_clock::now() - task_begin;
+    // Through a short outage: past the workflow task's timeout the server hands the task out
+    // again anyway.
+    auto r = conn->call_retrying(&WorkflowService::Stub::RespondWorkflowTaskCompleted, req,
+                                 "complete workflow task of " + wid, kRespondPatience,
+                                 [this] { return is_stopping(); });
+    if (r.ok() && options.on_workflow_task) options.on_workflow_task(stats);
+    if (!r.ok()) {
+      release_activity_slots(reserved);
+      core::log().warn("temporal worker: {}", r.error().to_string());
+      return;  // the state is dropped: the next task replays from the start
+    }
+    int launched = 0;
+    for (auto& t : *r->mutable_activity_tasks()) {
+      if (launched == reserved) break;  // never more than asked for
+      launch_activity(std::move(t));
+      ++launched;
+    }
+    release_activity_slots(reserved - launched);
+    if (launched > 0)
+      core::log().debug("temporal worker: {} eager activities for {}", launched, wid);
+    if (!heartbeat) {
+      if (cache_it) put_cached(run_id, std::move(owned));
+      return;
+    }
+    // The next task of this run, handed back with only its new events: go on with it here.
+    // Anything else (no task, a full history) is left to time out and be replayed elsewhere.
+    if (!r->has_workflow_task() || r->workflow_task().task_token().empty()) return;
+    task = std::move(*r->mutable_workflow_task());
+    const auto& events = task.history().events();
+    if (events.empty() || events.begin()->event_id() != state.last_event_id() + 1 ||
+        !task.next_page_token().empty()) {
+      core::log().warn(
+          "temporal worker: the workflow task returned for {} does not continue its "
+          "history; it will time out and be replayed",
+          wid);
+      return;
+    }
+    task_begin = std::chrono::steady_clock::now();
+    deadline = task_deadline();
+    stats.history_length = task.started_event_id();
+    stats.events_fed = events.size();
+    stats.cache_hit = true;
+    st = state.replay(events, task.started_event_id());
+    if (!st.ok()) {
+      respond_failed(state.nondeterministic()
+                         ? enumsv1::WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR
+                         : enumsv1::WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE,
+                     st.error().message());
+      return;
     }
   }
-  const bool cache_it = options.max_cached_workflows > 0 && !state.finished();
-  core::log().debug("temporal worker: completing workflow task for {} with {} commands", wid,
-                    req.commands_size());
-  if (cache_it) {
-    auto* sticky = req.mutable_sticky_attributes();
-    sticky->mutable_worker_task_queue()->set_name(sticky_queue);
-    sticky->mutable_worker_task_queue()->set_kind(enumsv1::TASK_QUEUE_KIND_STICKY);
-    sticky->mutable_worker_task_queue()->set_normal_name(options.task_queue);
-    internal::set_duration(std::chrono::seconds(5), sticky->mutable_schedule_to_start_timeout());
-  }
-  // Eager activities: the server hands activities this worker can run back in its answer,
-  // saving a trip through the activity task queue. One free slot is reserved for each.
-  int reserved = 0;
-  for (auto& c : *req.mutable_commands()) {
-    if (c.command_type() != enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK) continue;
-    auto* a = c.mutable_schedule_activity_task_command_attributes();
-    if (a->task_queue().name() != options.task_queue ||
-        !activities.count(a->activity_type().name()))
-      continue;
-    if (!try_reserve_activity_slot()) break;
-    a->set_request_eager_execution(true);
-    ++reserved;
-  }
-  stats.processing_time = std::chrono::steady_clock::now() - task_begin;
-  // Through a short outage: past the workflow task's timeout the server hands the task out
-  // again anyway.
-  auto r = conn->call_retrying(&WorkflowService::Stub::RespondWorkflowTaskCompleted, req,
-                               "complete workflow task of " + wid, kRespondPatience,
-                               [this] { return is_stopping(); });
-  if (r.ok() && options.on_workflow_task) options.on_workflow_task(stats);
-  if (!r.ok()) {
-    release_activity_slots(reserved);
-    core::log().warn("temporal worker: {}", r.error().to_string());
-    return;  // the state is dropped: the next task replays from the start
-  }
-  int launched = 0;
-  for (auto& t : *r->mutable_activity_tasks()) {
-    if (launched == reserved) break;  // never more than asked for
-    launch_activity(std::move(t));
-    ++launched;
-  }
-  release_activity_slots(reserved - launched);
-  if (launched > 0) core::log().debug("temporal worker: {} eager activities for {}", launched, wid);
-  if (cache_it) put_cached(run_id, std::move(owned));
 }
 
 void Worker::Impl::activity_poller() {
@@ -591,6 +717,8 @@ void Worker::shutdown(std::chrono::milliseconds deadline) {
   for (auto& t : s.pollers) t.join();
   s.pollers.clear();
   std::unique_lock<std::mutex> lock(s.mu);
+  // Tasks waiting for local activities see `stopping` within 200 ms and leave them.
+  s.cv.wait_for(lock, deadline, [&] { return s.inflight_workflow_tasks == 0; });
   if (!s.cv.wait_for(lock, deadline, [&] { return s.inflight_activities == 0; })) {
     core::log().warn(
         "temporal worker: {} activities still running after the shutdown deadline; cancelling them",

@@ -1,5 +1,6 @@
 #include "workflow_state.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -111,6 +112,8 @@ core::Status WorkflowState::replay(const Events& events, int64_t current_started
       info_.first_execution_run_id = a.first_execution_run_id();
       info_.attempt = a.attempt();
       memo_ = a.memo();
+      if (a.has_workflow_task_timeout() && to_millis(a.workflow_task_timeout()).count() > 0)
+        workflow_task_timeout_ = to_millis(a.workflow_task_timeout());
       original_run_id_ = a.original_execution_run_id();
       if (!a.workflow_id().empty()) info_.workflow_id = a.workflow_id();
       input_ = decode_payloads(a.input());
@@ -122,6 +125,12 @@ core::Status WorkflowState::replay(const Events& events, int64_t current_started
         auto task = started_by_completed_event_.find(m.workflow_task_completed_event_id());
         if (task != started_by_completed_event_.end())
           patches_by_task_[task->second].insert(patch->id);
+        continue;
+      }
+      if (auto local = local_activity_marker(e)) {
+        auto task = started_by_completed_event_.find(m.workflow_task_completed_event_id());
+        if (task != started_by_completed_event_.end())
+          local_markers_by_task_[task->second].push_back(std::move(*local));
         continue;
       }
       if (m.marker_name() != kSideEffectMarker) continue;
@@ -152,10 +161,16 @@ core::Status WorkflowState::replay(const Events& events, int64_t current_started
         if (replaying_) task_patches_ = p->second;
         patches_by_task_.erase(p);
       }
+      task_local_markers_.clear();
+      if (auto l = local_markers_by_task_.find(e.event_id()); l != local_markers_by_task_.end()) {
+        if (replaying_) task_local_markers_ = std::move(l->second);
+        local_markers_by_task_.erase(l);
+      }
       CODEACT_TRY_STATUS(activate(to_time_point(e.event_time())));
+      if (current) return core::ok_status();  // its commands are expected once taken
+      CODEACT_TRY_STATUS(resolve_recorded_local_activities());
       // These commands come back as command events after this task's WorkflowTaskCompleted.
       matcher_.expect(commands_);
-      if (current) return core::ok_status();
       commands_.clear();
     } else if (HistoryMatcher::is_command_event(e)) {
       CODEACT_TRY_STATUS(match_command_event(e, task_index_));
@@ -169,6 +184,25 @@ core::Status WorkflowState::replay(const Events& events, int64_t current_started
                                 std::to_string(current_started_event_id));
   CODEACT_TRY_STATUS(check_no_leftover(nullptr, task_index_));
   return core::ok_status();
+}
+
+std::vector<commandv1::Command> WorkflowState::take_commands() {
+  matcher_.expect(commands_);
+  std::vector<commandv1::Command> out;
+  out.swap(commands_);
+  return out;
+}
+
+core::Status WorkflowState::resolve_recorded_local_activities() {
+  for (;;) {
+    auto next =
+        std::find_if(task_local_markers_.begin(), task_local_markers_.end(),
+                     [&](const LocalActivityMarker& m) { return local_activity_waiting(m.seq); });
+    if (next == task_local_markers_.end()) return core::ok_status();
+    LocalActivityMarker m = std::move(*next);
+    task_local_markers_.erase(next);
+    CODEACT_TRY_STATUS(resolve_local_activity(std::move(m)));
+  }
 }
 
 core::Status WorkflowState::match_command_event(const historyv1::HistoryEvent& e, int task_index) {
@@ -374,6 +408,7 @@ void WorkflowState::resolve_child(int64_t initiated_event_id, ActivityResult res
 void WorkflowState::cancel_everything_pending() {
   std::vector<std::string> activities;
   for (const auto& [id, _] : activities_by_id_) activities.push_back(id);
+  for (const auto& [seq, _] : local_activities_) activities.push_back(std::to_string(seq));
   for (const auto& id : activities) cancel_activity(id);
   for (auto& [seq, child] : children_)
     if (child.pending) cancel_child(seq);
@@ -479,6 +514,80 @@ std::pair<std::shared_ptr<Pending>, std::string> WorkflowState::schedule_activit
     return {p, ""};
   }
   std::string id = o.activity_id.empty() ? std::to_string(seq) : o.activity_id;
+  schedule_activity_command(id, name, args, o);
+  activities_by_id_[id] = p;
+  return {p, id};
+}
+
+std::pair<std::shared_ptr<Pending>, std::string> WorkflowState::schedule_local_activity(
+    const std::string& name, Args args, const LocalActivityOptions& o) {
+  auto p = std::make_shared<Pending>();
+  // One sequence with activities, as the official SDKs count (their histories replay here).
+  int64_t seq = next_activity_seq_++;
+  if (o.start_to_close_timeout.count() <= 0 && o.schedule_to_close_timeout.count() <= 0) {
+    p->resolved = true;
+    p->result.emplace(Failure::application(
+        "InvalidArgument",
+        "local activity '" + name + "': set start_to_close_timeout or schedule_to_close_timeout",
+        true));
+    return {p, ""};
+  }
+  LocalActivity la;
+  la.pending = p;
+  la.request.seq = seq;
+  la.request.name = name;
+  la.request.args = std::move(args);
+  la.request.options = o;
+  la.request.scheduled = now_;
+  local_activities_[seq] = std::move(la);
+  unrequested_local_activities_.push_back(seq);
+  return {p, std::to_string(seq)};
+}
+
+std::vector<LocalActivityRequest> WorkflowState::take_local_activity_requests() {
+  std::vector<LocalActivityRequest> out;
+  for (int64_t seq : unrequested_local_activities_) {
+    auto it = local_activities_.find(seq);
+    if (it != local_activities_.end()) out.push_back(it->second.request);
+  }
+  unrequested_local_activities_.clear();
+  return out;
+}
+
+core::Status WorkflowState::resolve_local_activity(LocalActivityMarker outcome) {
+  CurrentScope scope(this);
+  auto it = local_activities_.find(outcome.seq);
+  if (it == local_activities_.end()) return core::ok_status();
+  LocalActivity la = std::move(it->second);
+  local_activities_.erase(it);
+  std::erase(unrequested_local_activities_, outcome.seq);
+  const std::string id = std::to_string(outcome.seq);
+  outcome.activity_id = id;
+  outcome.activity_type = la.request.name;
+  outcome.original_schedule_time = la.request.scheduled;
+  if (outcome.complete_time == std::chrono::system_clock::time_point{})
+    outcome.complete_time = now_;
+  commands_.push_back(local_activity_marker_command(outcome));
+  if (outcome.backoff && la.request.options.fall_back_to_activity) {
+    // The remaining attempts, on the server: a normal activity under the same id.
+    ActivityOptions o;
+    o.start_to_close_timeout = la.request.options.start_to_close_timeout;
+    o.schedule_to_close_timeout = la.request.options.schedule_to_close_timeout;
+    o.retry_policy = la.request.options.retry_policy;
+    schedule_activity_command(id, la.request.name, la.request.args, o);
+    activities_by_id_[id] = la.pending;
+  } else if (outcome.failure) {
+    Failure f = std::move(*outcome.failure);
+    f.activity_id = id;
+    resolve(la.pending, std::move(f));
+  } else {
+    resolve(la.pending, outcome.result ? std::move(*outcome.result) : Json(nullptr));
+  }
+  return run_until_blocked();
+}
+
+void WorkflowState::schedule_activity_command(const std::string& id, const std::string& name,
+                                              const Args& args, const ActivityOptions& o) {
   commandv1::Command cmd;
   cmd.set_command_type(enumsv1::COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK);
   auto* a = cmd.mutable_schedule_activity_task_command_attributes();
@@ -497,11 +606,29 @@ std::pair<std::shared_ptr<Pending>, std::string> WorkflowState::schedule_activit
     set_duration(o.heartbeat_timeout, a->mutable_heartbeat_timeout());
   if (o.retry_policy) encode_retry_policy(*o.retry_policy, a->mutable_retry_policy());
   commands_.push_back(std::move(cmd));
-  activities_by_id_[id] = p;
-  return {p, id};
 }
 
 void WorkflowState::cancel_activity(const std::string& activity_id) {
+  // A local activity waiting for its outcome resolves as cancelled at once, with its marker.
+  auto local = std::find_if(local_activities_.begin(), local_activities_.end(),
+                            [&](const auto& l) { return std::to_string(l.first) == activity_id; });
+  if (local != local_activities_.end()) {
+    LocalActivity la = std::move(local->second);
+    local_activities_.erase(local);
+    std::erase(unrequested_local_activities_, la.request.seq);
+    LocalActivityMarker m;
+    m.seq = la.request.seq;
+    m.activity_id = activity_id;
+    m.activity_type = la.request.name;
+    m.original_schedule_time = la.request.scheduled;
+    m.complete_time = now_;
+    Failure f = Failure::cancelled("local activity " + la.request.name + " cancelled");
+    f.activity_id = activity_id;
+    m.failure = f;
+    commands_.push_back(local_activity_marker_command(m));
+    resolve(la.pending, std::move(f));
+    return;
+  }
   auto it = activities_by_id_.find(activity_id);
   if (it == activities_by_id_.end()) return;  // already resolved
   for (const auto& [scheduled, id] : activity_id_by_scheduled_event_) {
@@ -731,6 +858,11 @@ const WorkflowInfo& WorkflowContext::info() const { return state_->info(); }
 ActivityAwaitable WorkflowContext::execute_activity(const std::string& name, Args args,
                                                     const ActivityOptions& options) {
   auto [pending, id] = state_->schedule_activity(name, std::move(args), options);
+  return ActivityAwaitable(std::move(pending), state_, std::move(id));
+}
+ActivityAwaitable WorkflowContext::execute_local_activity(const std::string& name, Args args,
+                                                          const LocalActivityOptions& options) {
+  auto [pending, id] = state_->schedule_local_activity(name, std::move(args), options);
   return ActivityAwaitable(std::move(pending), state_, std::move(id));
 }
 ChildWorkflowAwaitable WorkflowContext::start_child_workflow(const std::string& workflow_type,

@@ -26,6 +26,7 @@
 #include "codeact/core/result.hpp"
 #include "codeact/temporal/workflow.hpp"
 #include "history_matcher.hpp"
+#include "markers.hpp"
 #include "temporal/api/command/v1/message.pb.h"
 #include "temporal/api/common/v1/message.pb.h"
 #include "temporal/api/history/v1/message.pb.h"
@@ -35,6 +36,16 @@ namespace codeact::temporal::internal {
 namespace historyv1 = ::temporal::api::history::v1;
 namespace commandv1 = ::temporal::api::command::v1;
 using Events = google::protobuf::RepeatedPtrField<historyv1::HistoryEvent>;
+
+// A local activity the workflow scheduled, for the worker to run (WorkflowState hands it over
+// once).
+struct LocalActivityRequest {
+  int64_t seq = 0;
+  std::string name;
+  Args args;
+  LocalActivityOptions options;
+  std::chrono::system_clock::time_point scheduled{};  // the workflow time it was scheduled at
+};
 
 class WorkflowState {
  public:
@@ -61,7 +72,23 @@ class WorkflowState {
     info_.workflow_id = workflow_id;
     info_.run_id = run_id;
   }
-  std::vector<commandv1::Command>& commands() { return commands_; }
+  // The commands of the task being processed so far, handed to the server: they are expected
+  // back as command events in the next call to replay().
+  std::vector<commandv1::Command> take_commands();
+  // The run's workflow task timeout (from its started event; 10 s when it says none).
+  std::chrono::milliseconds workflow_task_timeout() const { return workflow_task_timeout_; }
+
+  // ---- local activities (run by the worker inside the task being processed) ----
+  // Those scheduled and not yet handed over; each is handed over once.
+  std::vector<LocalActivityRequest> take_local_activity_requests();
+  // Whether local activity `seq` still waits for its outcome (false once resolved or cancelled).
+  bool local_activity_waiting(int64_t seq) const { return local_activities_.count(seq) > 0; }
+  bool has_waiting_local_activities() const { return !local_activities_.empty(); }
+  // Applies the outcome the worker got for local activity `outcome.seq` in the task being
+  // processed: records its marker, resolves it (or, with a backoff and fall_back_to_activity,
+  // schedules its remaining attempts as an activity) and runs the workflow until it blocks
+  // again, as a new activation of the same task. Nothing for a seq no longer waiting.
+  core::Status resolve_local_activity(LocalActivityMarker outcome);
 
   // Runs a query handler on the replayed state. NotFound for an unknown query.
   core::Result<Json> query(const std::string& name, const Args& args);
@@ -73,6 +100,9 @@ class WorkflowState {
                                                                      Args args,
                                                                      const ActivityOptions& o);
   void cancel_activity(const std::string& activity_id);
+  // Returns the pending result and the activity id (its seq).
+  std::pair<std::shared_ptr<Pending>, std::string> schedule_local_activity(
+      const std::string& name, Args args, const LocalActivityOptions& o);
   // Returns the pending result and the child's sequence number.
   std::pair<std::shared_ptr<Pending>, int64_t> start_child(const std::string& workflow_type,
                                                            Args args,
@@ -107,6 +137,11 @@ class WorkflowState {
   void request_cancel_child_execution(int64_t seq);
   void resolve_child(int64_t initiated_event_id, ActivityResult result);
   void cancel_everything_pending();
+  void schedule_activity_command(const std::string& id, const std::string& name, const Args& args,
+                                 const ActivityOptions& o);
+  // Resolves the local activities whose markers the task being replayed recorded, in the order
+  // it recorded them.
+  core::Status resolve_recorded_local_activities();
 
   WorkflowFunction fn_;
   WorkflowInfo info_;
@@ -135,6 +170,18 @@ class WorkflowState {
   std::set<std::string> recorded_timers_;                   // TimerStarted seen
   std::map<int64_t, Json> recorded_side_effects_;           // from history, by seq
   std::set<std::string> cancel_sent_activities_;            // RequestCancelActivityTask sent
+
+  struct LocalActivity {
+    std::shared_ptr<Pending> pending;
+    LocalActivityRequest request;
+  };
+  std::map<int64_t, LocalActivity> local_activities_;  // waiting for their outcome, by seq
+  std::vector<int64_t> unrequested_local_activities_;  // not handed to the worker yet
+  // Replay: the local activity markers each completed task recorded (by its started event id),
+  // in history order, and those of the task being replayed not yet applied.
+  std::map<int64_t, std::vector<LocalActivityMarker>> local_markers_by_task_;
+  std::vector<LocalActivityMarker> task_local_markers_;
+  std::chrono::milliseconds workflow_task_timeout_{std::chrono::seconds(10)};
 
   struct Child {
     std::shared_ptr<Pending> pending;  // null once resolved

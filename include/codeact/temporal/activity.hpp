@@ -38,7 +38,8 @@ struct ActivityInfo {
   int attempt = 1;
   std::chrono::milliseconds heartbeat_timeout{0};
   std::chrono::milliseconds start_to_close_timeout{0};
-  std::string task_token;  // opaque
+  std::string task_token;  // opaque; "" for a local activity
+  bool local = false;      // a local activity (run inside the workflow's task; no heartbeats)
 };
 
 // Thread-safe: heartbeat() and cancelled() may be called from any thread of the activity.

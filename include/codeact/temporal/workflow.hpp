@@ -72,6 +72,28 @@ struct ActivityOptions {
   std::string activity_id;                  // "" = the command's sequence number
 };
 
+// A local activity: run by the worker that runs the workflow, inside its workflow task, with no
+// trip through the server's activity queue; only its result is recorded (a "core_local_activity"
+// marker, the official SDKs' format, so their histories and ours replay in both). Its input is
+// never in history. Meant for short work that needs no particular host.
+//
+// Attempts and retries happen in the worker, backing off as retry_policy says (nullopt: the
+// server default, unlimited attempts from 1 s doubling to 100 s). A retry whose backoff would be
+// longer than local_retry_threshold is not waited for in the worker: when fall_back_to_activity
+// is set, the remaining attempts run as a normal activity on the workflow's task queue (same
+// name, input, timeouts and policy); else the last failure is the result. While a local
+// activity runs longer than the workflow task timeout allows, the worker keeps the task alive
+// (it completes it asking for a new one at once), so a long one does not time the task out.
+// A cancel() resolves it at once as cancelled (the running attempt is asked to stop).
+// At least one of start_to_close_timeout and schedule_to_close_timeout is REQUIRED.
+struct LocalActivityOptions {
+  std::chrono::milliseconds start_to_close_timeout{0};     // one attempt
+  std::chrono::milliseconds schedule_to_close_timeout{0};  // all attempts, backoffs included
+  std::optional<RetryPolicy> retry_policy;
+  std::chrono::milliseconds local_retry_threshold{std::chrono::minutes(1)};
+  bool fall_back_to_activity = true;
+};
+
 struct WorkflowInfo {
   std::string ns;
   std::string workflow_id;
@@ -212,6 +234,13 @@ class WorkflowContext {
   ActivityAwaitable execute_activity(const std::string& name, const Json& arg,
                                      const ActivityOptions& options) {
     return execute_activity(name, Args(1, arg), options);
+  }
+  // Runs a local activity (see LocalActivityOptions); co_await the result.
+  ActivityAwaitable execute_local_activity(const std::string& name, Args args,
+                                           const LocalActivityOptions& options);
+  ActivityAwaitable execute_local_activity(const std::string& name, const Json& arg,
+                                           const LocalActivityOptions& options) {
+    return execute_local_activity(name, Args(1, arg), options);
   }
   // Starts a child workflow now; co_await the result (several may run in parallel).
   ChildWorkflowAwaitable start_child_workflow(const std::string& workflow_type, Args args,
