@@ -14,11 +14,27 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// `temporal server start-dev ...` for these options on `port`.
+// `temporal server start-dev ...` for these options on `port`. The history service reads the
+// tasks it hands to matching (an activity to run, a workflow task to start) at most
+// history.transferProcessorMaxPollRPS times a second, 20 by default: past a burst of about 20,
+// a run's every activity and workflow task waited ~50 ms for its read (a durable step went from
+// 30 ms to 100-200 ms after its first dozen steps; a Python SDK worker saw the same). The dev
+// server has one shard, so that limit is every run's; raised here.
 std::vector<std::string> server_argv(const DevServerOptions& o, const std::string& cli, int port) {
-  return {cli,           "server",   "start-dev",          "--headless",    "--ip",
-          "127.0.0.1",   "--port",   std::to_string(port), "--db-filename", o.db_file,
-          "--log-level", o.log_level};
+  return {cli,
+          "server",
+          "start-dev",
+          "--headless",
+          "--ip",
+          "127.0.0.1",
+          "--port",
+          std::to_string(port),
+          "--db-filename",
+          o.db_file,
+          "--log-level",
+          o.log_level,
+          "--dynamic-config-value",
+          "history.transferProcessorMaxPollRPS=10000"};
 }
 
 }  // namespace
