@@ -25,10 +25,21 @@ using temporal::Args;
 // timeout (not the start-to-close timeout), and sets cancel() when the workflow cancels the
 // activity. Only then: ActivityContext::cancelled() is also set when this worker shuts down, and
 // a cell must not be rolled back because a worker stops (the retry on another worker picks up
-// its result through the execution id).
+// its result through the execution id). A local activity has no heartbeats: its cancelled() is
+// the workflow's cancel (or its timeout), watched here.
 class Heartbeat {
  public:
   explicit Heartbeat(ActivityContext& ctx) : ctx_(ctx) {
+    if (ctx_.info().local) {  // no heartbeats; cancelled() is the workflow's cancel (or timeout)
+      thread_ = std::thread([this] {
+        std::unique_lock lock(mu_);
+        while (!done_) {
+          if (ctx_.cancelled()) cancel_.cancel();
+          cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return done_; });
+        }
+      });
+      return;
+    }
     if (ctx_.info().heartbeat_timeout.count() <= 0) return;
     // The first beat waits a little: most calls end sooner and never pay for a heartbeat RPC.
     const auto first = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(1000),

@@ -357,6 +357,7 @@ Json ActivityPolicies::to_json() const {
   Json j{{"model", model.to_json()}, {"tool", tool.to_json()}, {"sandbox", sandbox.to_json()}};
   if (host_timeout_seconds != ActivityPolicies{}.host_timeout_seconds)
     j["host_timeout_seconds"] = host_timeout_seconds;
+  if (!local_model_requests) j["local_model_requests"] = false;
   return j;
 }
 
@@ -376,6 +377,7 @@ Result<ActivityPolicies> ActivityPolicies::from_json(const Json& j) {
     *policy = *parsed;
   }
   CODEACT_TRY_STATUS(r.optional("host_timeout_seconds", p.host_timeout_seconds));
+  CODEACT_TRY_STATUS(r.optional("local_model_requests", p.local_model_requests));
   if (!std::isfinite(p.host_timeout_seconds) || p.host_timeout_seconds < 0 ||
       p.host_timeout_seconds > kMaxPolicySeconds) {
     return core::invalid_argument(

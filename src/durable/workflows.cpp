@@ -7,7 +7,8 @@
 // The activities each run schedules, in order (what tests/durable/histories holds): task —
 // sandbox_start, agent_prepare, sandbox_files, (model_request, tool_call...)*, sandbox_files,
 // sandbox_finish; chat — [sandbox_start,] agent_prepare, per message sandbox_files, (...)*,
-// sandbox_files, then sandbox_finish.
+// sandbox_files, then sandbox_finish. Model requests are local activities (a marker with the
+// model's answer) in runs that recorded the "model-request-local" patch, normal ones before.
 #include "codeact/durable/workflows.hpp"
 
 #include <fmt/format.h>
@@ -48,6 +49,10 @@ constexpr const char* kCancelledTurnNote =
     "(The user cancelled this request before it was finished. The cells that had finished kept "
     "their variables and files; the cell that was running was interrupted.)";
 
+// Marks runs whose model requests are local activities (runs recorded before made them normal
+// activities on the sandbox's host queue, and replay so).
+constexpr const char* kLocalModelRequestPatch = "model-request-local";
+
 // Marks runs that treat a ScheduleToStart timeout anywhere in the chain as a lost host.
 constexpr const char* kHostLostAfterHeartbeatPatch = "host-lost-after-heartbeat";
 
@@ -70,11 +75,26 @@ bool not_taken_in_time(const temporal::Failure& failure) {
 // ends the turn as cancelled at its next step.
 class WorkflowActivityCaller final : public ActivityCaller {
  public:
-  WorkflowActivityCaller(WorkflowContext& ctx, SandboxHost host)
-      : ctx_(ctx), host_(std::move(host)) {}
+  // `local_model_requests`: the run's choice (ActivityPolicies), fixed for the run.
+  WorkflowActivityCaller(WorkflowContext& ctx, SandboxHost host, bool local_model_requests)
+      : ctx_(ctx), host_(std::move(host)), local_model_requests_(local_model_requests) {}
   agent::Task<Result<Json>> call(std::string activity, Json input, ActivityPolicy policy) override {
     Result<temporal::ActivityOptions> o = activity_options(policy);
     if (!o.ok()) co_return std::move(o).error().with_context(activity);
+    // A model request needs no particular host: a local activity, in this worker, with only its
+    // answer in history (not the conversation it sends).
+    if (activity == kModelRequestActivity && local_model_requests_ &&
+        ctx_.patched(kLocalModelRequestPatch)) {
+      temporal::LocalActivityOptions lo;
+      lo.start_to_close_timeout = o->start_to_close_timeout;
+      lo.retry_policy = o->retry_policy;
+      auto act = ctx_.execute_local_activity(activity, input, lo);
+      in_flight_.insert(&act);
+      temporal::ActivityResult r = co_await act;
+      in_flight_.erase(&act);
+      if (!r.ok()) co_return r.failure().to_error();
+      co_return std::move(r).value();
+    }
     // What a move starts again: the same sandbox, never a fork (its state is there already).
     if (activity == kSandboxStartActivity) start_again_with(input, policy);
     for (int moves = 0;; ++moves) {
@@ -148,6 +168,7 @@ class WorkflowActivityCaller final : public ActivityCaller {
 
   WorkflowContext& ctx_;
   SandboxHost host_;
+  const bool local_model_requests_;
   Json last_start_;  // the input of the last codeact.sandbox_start (null before one)
   ActivityPolicy last_start_policy_;
   bool moving_ = false;  // a call() is starting the sandbox on another host
@@ -322,7 +343,7 @@ temporal::Task<Json> task_workflow(WorkflowContext& ctx, temporal::Args args) {
 
   view.user_message(in.task, 1);
 
-  WorkflowActivityCaller caller(ctx, sandbox_host(ctx, in));
+  WorkflowActivityCaller caller(ctx, sandbox_host(ctx, in), in.activities.local_model_requests);
   ActivityRunSteps steps(caller, target_of(in), in.activities);
   codeact::SandboxRun run(steps, plan_of(in, sandbox_id),
                           [&view](const codeact::SandboxRunEvent& e) { view.on(e); });
@@ -418,7 +439,8 @@ temporal::Task<Json> chat_workflow(WorkflowContext& ctx, temporal::Args args) {
   // Cancels the turn that runs (nothing when none does): its activities are asked to cancel, the
   // turn ends as cancelled, and the chat waits for the next message. Runs recorded before this
   // signal existed never carry it, so they replay as they ran.
-  auto caller = std::make_shared<WorkflowActivityCaller>(ctx, sandbox_host(ctx, in));
+  auto caller = std::make_shared<WorkflowActivityCaller>(ctx, sandbox_host(ctx, in),
+                                                         in.activities.local_model_requests);
   ctx.set_signal_handler(kCancelTurn, [st, caller](const temporal::Args&) {
     if (st->busy) caller->cancel_turn();
   });

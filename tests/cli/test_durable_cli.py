@@ -2,8 +2,10 @@
 real Temporal dev server and real Docker, with a local OpenAI-compatible server scripting a
 multi-step CodeAct trajectory. Workers are killed with SIGKILL on purpose; runs must still finish
 with every cell applied exactly once."""
+import base64
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -314,8 +316,15 @@ def test_no_credential_in_workflow_history_or_container(cli, temporal_server, wi
                               temporal_server, "--workflow-id", wid, "--output", "json"],
                              capture_output=True, text=True, timeout=60)
     assert history.returncode == 0, history.stderr
-    assert "codeact.model_request" in history.stdout
+    # Model requests are local activities: a marker records each answer (not the request).
+    assert "core_local_activity" in history.stdout
+    assert "codeact.tool_call" in history.stdout
     assert secret not in history.stdout
+    decoded = [base64.b64decode(d).decode("utf-8", "replace")
+               for d in re.findall(r'"data":\s*"([A-Za-z0-9+/=]+)"', history.stdout)]
+    texts = [history.stdout] + decoded
+    assert any("codeact.model_request" in t for t in texts), "the markers name the activity"
+    assert all(secret not in t for t in texts)
     inspect = subprocess.run(["docker", "inspect", f"codeact-{wid}"], capture_output=True, text=True)
     assert secret not in inspect.stdout
     assert secret not in json.dumps(model.requests)

@@ -329,6 +329,24 @@ TEST(DurableConfigTest, TheDurableSectionIsReadStrictlyNamingTheKey) {
             std::string::npos);
 }
 
+TEST(DurableConfigTest, LocalModelRequestsAreTheDefaultAndTravelOnlyWhenTurnedOff) {
+  EXPECT_TRUE(ActivityPolicies{}.local_model_requests);
+  EXPECT_FALSE(ActivityPolicies{}.to_json().contains("local_model_requests"))
+      << "workers before the key refuse unknown keys";
+  auto off = DurableConfig::from_config(
+      Json::parse(R"({"durable": {"activities": {"local_model_requests": false}}})"));
+  ASSERT_TRUE(off.ok()) << message_of(off);
+  EXPECT_FALSE(off->activities.local_model_requests);
+  EXPECT_EQ(off->activities.to_json()["local_model_requests"], false);
+  auto back = ActivityPolicies::from_json(off->activities.to_json());
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->local_model_requests);
+  EXPECT_NE(message_of(DurableConfig::from_config(Json::parse(
+                           R"({"durable": {"activities": {"local_model_requests": "no"}}})")))
+                .find("local_model_requests"),
+            std::string::npos);
+}
+
 TEST(PayloadNumbers, HugeAndNonFiniteValuesAreErrorsNotUndefinedCasts) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();

@@ -61,10 +61,14 @@ struct ActivityPolicies {
   // long enough for a worker's restart or the host's reboot. 0 = wait for the host however long
   // it is away.
   double host_timeout_seconds = 600;
+  // Whether a run's model requests are local activities (run by the worker running the
+  // workflow, only the answer recorded; docs/temporal.md) or activities of their own (each
+  // request's whole conversation in history, queries answered at once while it runs).
+  bool local_model_requests = true;
   Json to_json() const;
-  // {model?, tool?, sandbox?, host_timeout_seconds?}; missing kinds and keys keep their
-  // defaults. to_json writes host_timeout_seconds only when it is not the default (workers
-  // before it refuse unknown keys).
+  // {model?, tool?, sandbox?, host_timeout_seconds?, local_model_requests?}; missing kinds and
+  // keys keep their defaults. to_json writes host_timeout_seconds and local_model_requests only
+  // when they are not the default (workers before them refuse unknown keys).
   static core::Result<ActivityPolicies> from_json(const Json& j);
 };
 
