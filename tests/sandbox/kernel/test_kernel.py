@@ -975,7 +975,9 @@ def test_a_client_that_never_reads_its_replies_cannot_stop_the_others(kernel):
     assert other.ok("hello")["sandbox_id"] == "sbx-test"
 
 
-def test_trivial_cell_round_trip(client):
+def test_500_trivial_cells_in_a_row_each_applied_once(client):
+    # The round trip is printed as a figure (about 100 us at p50 on a quiet 2-core VM), never
+    # asserted: speed is measured in bench/, not as a timed pass/fail test.
     client.run("x = 0")
     times = []
     for _ in range(500):
@@ -985,7 +987,7 @@ def test_trivial_cell_round_trip(client):
     times.sort()
     p50, p90 = times[250] * 1e6, times[450] * 1e6
     print("trivial cell round trip: p50 %.0f us, p90 %.0f us" % (p50, p90))
-    assert p50 < 5000, (p50, p90)  # ~100 us on a quiet 2-core VM; generous for a loaded one
+    assert client.run("x")["result"] == "500"
 
 
 def test_memory_footprint_when_idle(kernel):
