@@ -107,10 +107,6 @@ core::Result<std::unique_ptr<CodeActWorkerRunner>> CodeActWorkerRunner::create(
   r->worker = std::make_unique<temporal::Worker>(*r->client, wo);
   wo.task_queue = host_task_queue(r->task_queue, r->env->host_id);
   wo.max_concurrent_activities = options.max_concurrent_host_activities;
-  // A poller on each of a queue's partitions (the server's default is 4): an activity added
-  // to a partition no poller waits on is matched only once forwarded, ~100 ms later. The host
-  // queue gets no eager dispatch (the server hands those out on the workflow's queue only).
-  wo.activity_task_pollers = std::max(wo.activity_task_pollers, 4);
   wo.on_workflow_task = nullptr;
   r->host_worker = std::make_unique<temporal::Worker>(*r->client, wo);
   return std::unique_ptr<CodeActWorkerRunner>(new CodeActWorkerRunner(std::move(r)));
