@@ -5,8 +5,11 @@
 // and fed only the new events, and a run not in the cache (a new worker, a restart, an
 // eviction) is rebuilt by replaying its full history through the deterministic executor (see
 // workflow.hpp). Activities run on their own threads, at most
-// max_concurrent_activities at a time. shutdown() stops polling, lets in-flight tasks finish
-// within the deadline, then cancels the activities still running and waits for them.
+// max_concurrent_activities at a time. Local activities (LocalActivityOptions) run on threads
+// of their own inside their workflow task, which is then completed on a thread of its own, so
+// the pollers go on meanwhile; registered activities serve both kinds. shutdown() stops
+// polling, lets in-flight tasks finish within the deadline (a task waiting for local
+// activities leaves them), then cancels the activities still running and waits for them.
 // Register before start(); start/shutdown from one thread; the destructor shuts down.
 #pragma once
 
@@ -36,16 +39,19 @@ struct WorkflowTaskStats {
 };
 
 struct WorkerOptions {
-  std::string task_queue;         // REQUIRED
-  int workflow_task_pollers = 2;  // also the number of workflow tasks processed at once
+  std::string task_queue;  // REQUIRED
+  // Also the number of workflow tasks processed at once, besides those waiting for local
+  // activities.
+  int workflow_task_pollers = 2;
   int activity_task_pollers = 2;
   int max_concurrent_activities = 16;
   // Runs kept in memory between workflow tasks (served through a sticky queue, so the server
   // sends only new events). 0 = none: every task replays the run's full history.
   int max_cached_workflows = 500;
   std::string identity;  // "" = the client's identity
-  // Called after each completed workflow task (not for queries), on a poller thread; must be
-  // thread-safe and quick. Empty = none.
+  // Called after each completed workflow task (not for queries), on a poller thread (or the
+  // thread of a task that waited for local activities); must be thread-safe and quick.
+  // Empty = none.
   std::function<void(const WorkflowTaskStats&)> on_workflow_task;
 };
 
