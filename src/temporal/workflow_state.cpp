@@ -68,6 +68,18 @@ void encode_retry_policy(const RetryPolicy& policy, ::temporal::api::common::v1:
   for (const auto& t : policy.non_retryable_error_types) out->add_non_retryable_error_types(t);
 }
 
+// Resolves `p` with an InvalidArgument failure when neither timeout is set; true if it did.
+bool refused_without_timeout(Pending& p, const std::string& kind, const std::string& name,
+                             std::chrono::milliseconds start_to_close,
+                             std::chrono::milliseconds schedule_to_close) {
+  if (start_to_close.count() > 0 || schedule_to_close.count() > 0) return false;
+  p.resolved = true;
+  p.result.emplace(Failure::application(
+      "InvalidArgument",
+      kind + " '" + name + "': set start_to_close_timeout or schedule_to_close_timeout", true));
+  return true;
+}
+
 }  // namespace
 
 WorkflowState::WorkflowState(WorkflowFunction fn, std::string ns, std::string task_queue)
@@ -506,13 +518,9 @@ std::pair<std::shared_ptr<Pending>, std::string> WorkflowState::schedule_activit
     const std::string& name, Args args, const ActivityOptions& o) {
   auto p = std::make_shared<Pending>();
   int64_t seq = next_activity_seq_++;
-  if (o.start_to_close_timeout.count() <= 0 && o.schedule_to_close_timeout.count() <= 0) {
-    p->resolved = true;
-    p->result.emplace(Failure::application(
-        "InvalidArgument",
-        "activity '" + name + "': set start_to_close_timeout or schedule_to_close_timeout", true));
+  if (refused_without_timeout(*p, "activity", name, o.start_to_close_timeout,
+                              o.schedule_to_close_timeout))
     return {p, ""};
-  }
   std::string id = o.activity_id.empty() ? std::to_string(seq) : o.activity_id;
   schedule_activity_command(id, name, args, o);
   activities_by_id_[id] = p;
@@ -524,14 +532,9 @@ std::pair<std::shared_ptr<Pending>, std::string> WorkflowState::schedule_local_a
   auto p = std::make_shared<Pending>();
   // One sequence with activities, as the official SDKs count (their histories replay here).
   int64_t seq = next_activity_seq_++;
-  if (o.start_to_close_timeout.count() <= 0 && o.schedule_to_close_timeout.count() <= 0) {
-    p->resolved = true;
-    p->result.emplace(Failure::application(
-        "InvalidArgument",
-        "local activity '" + name + "': set start_to_close_timeout or schedule_to_close_timeout",
-        true));
+  if (refused_without_timeout(*p, "local activity", name, o.start_to_close_timeout,
+                              o.schedule_to_close_timeout))
     return {p, ""};
-  }
   LocalActivity la;
   la.pending = p;
   la.request.seq = seq;
