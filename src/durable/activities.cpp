@@ -245,6 +245,13 @@ Result<Json> CodeActActivities::call(const std::string& name, const Json& input,
   }
   if (name == kModelRequestActivity) {
     CODEACT_TRY(auto in, ModelRequestInput::from_json(input));
+    if (!in.sandbox_host.empty() && in.sandbox_host != state_->env->host_id) {
+      throw temporal::ApplicationError(
+          kSandboxElsewhereType,
+          fmt::format("sandbox \"{}\" is on host \"{}\", not on this worker's host \"{}\"",
+                      in.target.bind.sandbox_id, in.sandbox_host, state_->env->host_id),
+          /*non_retryable=*/true);
+    }
     CODEACT_TRY(auto out, model_request(in, cancel));
     return out.to_json();
   }

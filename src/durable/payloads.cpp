@@ -884,6 +884,7 @@ Json ModelRequestInput::to_json() const {
   j["settings"] = llm::to_json(settings);
   j["params"] = llm::to_json(params);
   if (ctx) j["ctx"] = durable::to_json(*ctx);
+  if (!sandbox_host.empty()) j["sandbox_host"] = sandbox_host;
   return j;
 }
 
@@ -905,6 +906,7 @@ Result<ModelRequestInput> ModelRequestInput::from_json(const Json& j) {
   } else {
     r.raw("ctx");
   }
+  CODEACT_TRY_STATUS(r.optional("sandbox_host", in.sandbox_host));
   CODEACT_TRY_STATUS(r.finish());
   return in;
 }

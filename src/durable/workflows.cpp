@@ -8,7 +8,8 @@
 // sandbox_start, agent_prepare, sandbox_files, (model_request, tool_call...)*, sandbox_files,
 // sandbox_finish; chat — [sandbox_start,] agent_prepare, per message sandbox_files, (...)*,
 // sandbox_files, then sandbox_finish. Model requests are local activities (a marker with the
-// model's answer) in runs that recorded the "model-request-local" patch, normal ones before.
+// model's answer) in runs that recorded the "model-request-local" patch, normal ones before; a
+// local one that ran on another host than the sandbox's is followed by a normal one on its host.
 #include "codeact/durable/workflows.hpp"
 
 #include <fmt/format.h>
@@ -81,19 +82,23 @@ class WorkflowActivityCaller final : public ActivityCaller {
   agent::Task<Result<Json>> call(std::string activity, Json input, ActivityPolicy policy) override {
     Result<temporal::ActivityOptions> o = activity_options(policy);
     if (!o.ok()) co_return std::move(o).error().with_context(activity);
-    // A model request needs no particular host: a local activity, in this worker, with only its
-    // answer in history (not the conversation it sends).
+    // A model request first runs as a local activity, in the worker that took the workflow
+    // task, with only its answer in history (not the conversation it sends). Its instructions
+    // read the sandbox, so a worker of another host refuses (kSandboxElsewhereType) and the
+    // request goes to the sandbox's host queue like any other activity.
     if (activity == kModelRequestActivity && local_model_requests_ &&
         ctx_.patched(kLocalModelRequestPatch)) {
       temporal::LocalActivityOptions lo;
       lo.start_to_close_timeout = o->start_to_close_timeout;
       lo.retry_policy = o->retry_policy;
+      if (!host_.host().empty() && input.is_object()) input["sandbox_host"] = host_.host();
       auto act = ctx_.execute_local_activity(activity, input, lo);
       in_flight_.insert(&act);
       temporal::ActivityResult r = co_await act;
       in_flight_.erase(&act);
-      if (!r.ok()) co_return r.failure().to_error();
-      co_return std::move(r).value();
+      if (r.ok()) co_return std::move(r).value();
+      if (r.failure().root_cause().type != kSandboxElsewhereType) co_return r.failure().to_error();
+      input.erase("sandbox_host");  // the host queue's worker is the sandbox's host, or gone
     }
     // What a move starts again: the same sandbox, never a fork (its state is there already).
     if (activity == kSandboxStartActivity) start_again_with(input, policy);

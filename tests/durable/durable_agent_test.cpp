@@ -456,5 +456,33 @@ TEST(DurableActivitiesTest, ToolCallPublishesACellsOutputUnderItsWorkflowWhileTh
   ASSERT_TRUE(d.activities->tool_call(call).ok());
 }
 
+TEST(DurableActivitiesTest, AModelRequestForASandboxOfAnotherHostIsRefusedBeforeTheModelIsAsked) {
+  auto model = std::make_shared<RecordingModel>(two_turns());
+  DurableRun d(std::make_shared<ScriptedAgent>("simple_agent", model));
+  d.env->host_id = "h1";
+  codeact::SandboxPlan plan;
+  plan.sandbox_id = "s1";
+  ASSERT_TRUE(d.activities->sandbox_start(SandboxStartInput{plan}).ok());
+  ModelRequestInput in;
+  in.target.agent = "simple_agent";
+  in.target.bind.sandbox_id = "s1";
+  in.messages = {llm::ModelRequest::user_prompt("What is 6 times 7?")};
+  in.sandbox_host = "h2";
+  try {
+    (void)d.activities->call(kModelRequestActivity, in.to_json());
+    ADD_FAILURE() << "a worker of h1 rendered instructions of a sandbox on h2";
+  } catch (const temporal::ApplicationError& e) {
+    EXPECT_EQ(e.failure().type, kSandboxElsewhereType);
+    EXPECT_TRUE(e.failure().non_retryable);
+    EXPECT_NE(e.failure().message.find("\"h2\""), std::string::npos) << e.failure().message;
+  }
+  EXPECT_TRUE(model->requests().empty());
+  // On its own host it is answered.
+  in.sandbox_host = "h1";
+  auto answered = d.activities->call(kModelRequestActivity, in.to_json());
+  ASSERT_TRUE(answered.ok()) << answered.error().to_string();
+  EXPECT_EQ(model->requests().size(), 1u);
+}
+
 }  // namespace
 }  // namespace codeact::durable

@@ -231,6 +231,16 @@ TEST(ActivityPayloads, EachRoundTrips) {
   EXPECT_EQ(call_back->target.bind.tools.sandbox_id, "s1")
       << "the tools are bound to the target's sandbox";
 
+  ModelRequestInput request;
+  request.target = call.target;
+  request.messages = {llm::ModelRequest::user_prompt("hi")};
+  EXPECT_FALSE(request.to_json().contains("sandbox_host")) << "any worker may render it";
+  request.sandbox_host = "h2";
+  auto request_back = ModelRequestInput::from_json(request.to_json());
+  ASSERT_TRUE(request_back.ok()) << message_of(request_back);
+  EXPECT_EQ(request_back->sandbox_host, "h2");
+  EXPECT_EQ(request_back->to_json(), request.to_json());
+
   AgentPrepareOutput prepared;
   prepared.system_prompts = {"You are careful."};
   agent::ToolInfo tool;

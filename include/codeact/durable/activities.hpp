@@ -44,6 +44,11 @@ inline constexpr const char* kAgentPrepareActivity = "codeact.agent_prepare";
 inline constexpr const char* kModelRequestActivity = "codeact.model_request";
 inline constexpr const char* kToolCallActivity = "codeact.tool_call";
 
+// The ApplicationFailure type (non-retryable) of a codeact.model_request sent to a worker of
+// another host than its input's sandbox_host: the workflow, whose local activity ran in whichever
+// worker took its task, then sends the request to the sandbox's host queue.
+inline constexpr const char* kSandboxElsewhereType = "SandboxElsewhere";
+
 class CodeActActivities {
  public:
   explicit CodeActActivities(std::shared_ptr<WorkerEnv> env);
@@ -63,7 +68,9 @@ class CodeActActivities {
                                             const core::CancelToken* cancel = nullptr);
 
   // The activity `name` from and to JSON, as Temporal runs it, for the workflow `workflow_id`
-  // (temporal::ActivityInfo::workflow_id; "" = none). NotFound for another name.
+  // (temporal::ActivityInfo::workflow_id; "" = none). NotFound for another name. Throws
+  // temporal::ApplicationError of kSandboxElsewhereType for a codeact.model_request whose
+  // sandbox_host is not this worker's host (WorkerEnv::host_id).
   core::Result<Json> call(const std::string& name, const Json& input,
                           const std::string& workflow_id = "",
                           const core::CancelToken* cancel = nullptr);

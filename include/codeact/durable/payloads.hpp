@@ -319,6 +319,9 @@ struct ModelRequestInput {
   llm::ModelSettings settings;
   llm::ModelRequestParameters params;
   std::optional<agent::RunContext> ctx;  // the step's context for the instructions
+  // The host whose engine holds the sandbox the instructions read ("" = any worker may render
+  // them): a worker of another host refuses with kSandboxElsewhereType (activities.hpp).
+  std::string sandbox_host;
   Json to_json() const;
   static core::Result<ModelRequestInput> from_json(const Json& j);
 };
