@@ -85,6 +85,7 @@ ToolResult execute_python(const Bound& b, const ExecutePythonArgs& a, const RunC
                {"replayed", r->replayed},
                {"error_type", r->error ? Json(r->error->type) : Json(nullptr)},
                {"checkpoint", r->checkpoint > 0 ? Json(r->checkpoint) : Json(nullptr)},
+               {"duration_ms", r->duration_ms},
                {"sandbox", b.id()}};
   return returns(std::move(content), SandboxTools::format_cell(*r, req.timeout_seconds));
 }
@@ -120,7 +121,10 @@ ToolResult execute_bash(const Bound& b, const ExecuteBashArgs& a, const RunConte
   if (r->replayed) text += "(this call already ran; its recorded result is shown)\n";
   append_block(text, "stdout", cut_middle(r->stdout_text, b.options.max_output_bytes));
   append_block(text, "stderr", cut_middle(r->stderr_text, b.options.max_output_bytes));
-  return returns(Json{{"exit_code", r->exit_code}, {"timed_out", r->timed_out}}, std::move(text));
+  return returns(Json{{"exit_code", r->exit_code},
+                      {"timed_out", r->timed_out},
+                      {"duration_ms", r->duration_ms}},
+                 std::move(text));
 }
 
 // ---------------------------------------------------------------------------------------------

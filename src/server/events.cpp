@@ -9,7 +9,6 @@
 #include "codeact/core/json_reader.hpp"
 #include "codeact/core/log.hpp"
 #include "codeact/core/strings.hpp"
-#include "codeact/core/time.hpp"
 #include "codeact/durable/payloads.hpp"
 #include "codeact/durable/workflows.hpp"
 #include "codeact/llm/messages.hpp"
@@ -33,13 +32,6 @@ bool is_image(const std::string& path) {
       return true;
   }
   return false;
-}
-
-std::optional<int64_t> millis_between(const std::string& from, const std::string& to) {
-  auto a = core::parse_rfc3339(from);
-  auto b = core::parse_rfc3339(to);
-  if (!a || !b) return std::nullopt;
-  return std::chrono::duration_cast<std::chrono::milliseconds>(*b - *a).count();
 }
 
 SseEvent ev(std::string type, Json data) { return SseEvent{"", std::move(type), std::move(data)}; }
@@ -85,7 +77,6 @@ std::vector<SseEvent> translate_progress_event(const Json& e, TranslateState& st
   } else if (kind == "model_response") {
     auto r = llm::response_from_json(e.value("response", Json::object()));
     if (!r.ok()) return out;
-    state.last_response_timestamp = r->timestamp;
     if (std::string text = r->text(); !text.empty())
       out.push_back(ev("text", {{"step", step}, {"text", text}}));
     if (r->usage.total_tokens() > 0) {
@@ -152,8 +143,9 @@ std::vector<SseEvent> translate_progress_event(const Json& e, TranslateState& st
         data["files"] = files;
         data["images"] = images;
         if (int64_t n = core::json_int(c, "checkpoint"); n > 0) data["checkpoint"] = n;
-        if (auto ms = millis_between(state.last_response_timestamp, ret->timestamp); ms && *ms >= 0)
-          data["duration_ms"] = *ms;
+        if (c.contains("duration_ms") && c["duration_ms"].is_number_integer() &&
+            c["duration_ms"].get<int64_t>() >= 0)
+          data["duration_ms"] = c["duration_ms"];
         out.push_back(ev("cell_result", std::move(data)));
       } else {
         data["tool_name"] = ret->tool_name;

@@ -99,8 +99,10 @@ TEST_F(SandboxToolsUnit, CellCarriesTheCallsExecutionIdAndARetryGetsTheRecordedR
     r.duration_ms = 3;
     return core::Result<sandbox::ExecuteResult>(r);
   };
-  std::string once = text_of(call("execute_python", {{"code", "n = 1\nn"}}, "c1", 4));
+  auto first = call("execute_python", {{"code", "n = 1\nn"}}, "c1", 4);
+  std::string once = text_of(first);
   EXPECT_EQ(once, "cell 1 ran in 3 ms\nstdout:\nran n = 1\nn\nresult: 1\n");
+  EXPECT_EQ(content_of(first)["duration_ms"], 3) << "what the page shows as the cell's duration";
   auto executed = backend_->calls_of("execute");
   ASSERT_EQ(executed.size(), 1u);
   EXPECT_EQ(executed[0].args["execution_id"], "run-7/4/c1");

@@ -61,15 +61,17 @@ TEST(Events, ACellBecomesCellAndCellResultWithItsImagesAndDuration) {
 
   auto res = translate_progress_event(
       tool_return("execute_python",
-                  {{"ok", false}, {"files", {"/output/plot.png", "/output/a.csv"}}}, "c1",
-                  "2026-01-01T00:00:01.500Z"),
+                  {{"ok", false},
+                   {"files", {"/output/plot.png", "/output/a.csv"}},
+                   {"duration_ms", 1500}},
+                  "c1", "2026-01-01T00:00:00.000Z"),
       st);
   ASSERT_EQ(res.size(), 1u);
   EXPECT_EQ(res[0].type, "cell_result");
   EXPECT_EQ(res[0].data["ok"], false);
   EXPECT_EQ(res[0].data["images"], Json::array({"/output/plot.png"}));
   EXPECT_EQ(res[0].data["files"].size(), 2u);
-  EXPECT_EQ(res[0].data["duration_ms"], 1500);
+  EXPECT_EQ(res[0].data["duration_ms"], 1500) << "the time the sandbox measured, not timestamps";
   EXPECT_EQ(res[0].data["text"], "the text the model reads");
   EXPECT_FALSE(res[0].data.contains("checkpoint"));
 
@@ -80,6 +82,8 @@ TEST(Events, ACellBecomesCellAndCellResultWithItsImagesAndDuration) {
       st);
   ASSERT_EQ(committed.size(), 1u);
   EXPECT_EQ(committed[0].data["checkpoint"], 7);  // the checkpoint the cell's commit made
+  EXPECT_FALSE(committed[0].data.contains("duration_ms"))
+      << "a result recorded before results carried their duration has none";
 }
 
 TEST(Events, ACancelledTurnIsTurnCancelledNotAnError) {

@@ -49,9 +49,9 @@ std::optional<EventPosition> parse_event_id(const std::string& id);
 
 // Turns one progress event (durable::ProgressReply::events[i]) into the page's events. Events of
 // no interest to the page give none. `state` carries what a later event needs from an earlier
-// one (the step a response started at, for a cell's duration).
+// one. A cell's duration is the one its sandbox measured (the result's "duration_ms"); results
+// recorded before they carried it have none.
 struct TranslateState {
-  std::string last_response_timestamp;
   std::map<std::string, std::string> tool_names;  // by tool_call_id
 };
 std::vector<SseEvent> translate_progress_event(const Json& event, TranslateState& state);
