@@ -60,11 +60,10 @@ TEST(Events, ACellBecomesCellAndCellResultWithItsImagesAndDuration) {
   EXPECT_EQ(c[0].data["language"], "python");
 
   auto res = translate_progress_event(
-      tool_return("execute_python",
-                  {{"ok", false},
-                   {"files", {"/output/plot.png", "/output/a.csv"}},
-                   {"duration_ms", 1500}},
-                  "c1", "2026-01-01T00:00:00.000Z"),
+      tool_return(
+          "execute_python",
+          {{"ok", false}, {"files", {"/output/plot.png", "/output/a.csv"}}, {"duration_ms", 1500}},
+          "c1", "2026-01-01T00:00:00.000Z"),
       st);
   ASSERT_EQ(res.size(), 1u);
   EXPECT_EQ(res[0].type, "cell_result");
