@@ -443,7 +443,9 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
   // The running session's agent_output. A busy workflow may refuse a query for a moment (its
   // query buffer is full: ResourceExhausted): asked again after 25 ms, doubling, six times in
   // all. Other errors (no worker answers: a query's own deadline) are not asked again.
-  auto agent_output = [&](const std::string& id) -> Result<durable::AgentOutputReply> {
+  // `timeout`: how long the query may wait (zero = the client's default).
+  auto agent_output = [&](const std::string& id, std::chrono::milliseconds timeout =
+                                                     {}) -> Result<durable::AgentOutputReply> {
     Result<durable::AgentOutputReply> reply = core::unavailable("");
     auto pause = std::chrono::milliseconds(25);
     for (int attempt = 0; attempt < 6; ++attempt) {
@@ -451,7 +453,7 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
         std::this_thread::sleep_for(pause);
         pause *= 2;
       }
-      auto q = client.query_workflow(id, "", durable::kAgentOutputQuery);
+      auto q = client.query_workflow(id, "", durable::kAgentOutputQuery, {}, timeout);
       reply = q.ok() ? durable::AgentOutputReply::from_json(*q)
                      : Result<durable::AgentOutputReply>(std::move(q).error());
       if (reply.ok() || reply.error().code() != core::Code::kResourceExhausted) break;
@@ -549,7 +551,12 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
     while (std::chrono::steady_clock::now() < deadline) {
       if (stopping_.cancelled() || waker->closed())
         return core::unavailable("the server is stopping");
-      if (auto reply = agent_output(id); reply.ok()) {
+      // The query may wait for the workflow's task (a model request in it): no longer than
+      // the POST's deadline.
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (auto reply = agent_output(id, std::max(left, std::chrono::milliseconds(1)));
+          reply.ok()) {
         if (const auto* t = durable::find_turn(reply->turns, message_id)) return *t;
         if (const auto* m = durable::find_rejected(reply->rejected, message_id))
           return core::invalid_argument("the conversation refused the message: " + m->error +

@@ -230,7 +230,8 @@ core::Result<WorkflowRun> Client::signal_with_start(const std::string& workflow_
 }
 
 core::Result<Json> Client::query_workflow(const std::string& workflow_id, const std::string& run_id,
-                                          const std::string& query, const Args& args) {
+                                          const std::string& query, const Args& args,
+                                          std::chrono::milliseconds timeout) {
   internal::wsv1::QueryWorkflowRequest req;
   req.set_namespace_(conn_->ns());
   req.mutable_execution()->set_workflow_id(workflow_id);
@@ -238,9 +239,9 @@ core::Result<Json> Client::query_workflow(const std::string& workflow_id, const 
   req.mutable_query()->set_query_type(query);
   if (!args.empty()) internal::encode_payloads(args, req.mutable_query()->mutable_query_args());
   std::string what = "query '" + query + "' on workflow " + workflow_id;
-  CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::QueryWorkflow, req, what,
-                                     std::max(conn_->options().rpc_timeout,
-                                              std::chrono::milliseconds(30000))));
+  if (timeout <= std::chrono::milliseconds::zero())
+    timeout = std::max(conn_->options().rpc_timeout, std::chrono::milliseconds(30000));
+  CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::QueryWorkflow, req, what, timeout));
   if (resp.has_query_rejected())
     return core::failed_precondition(what + ": rejected (workflow status " +
                                      status_name(resp.query_rejected().status()) + ")");

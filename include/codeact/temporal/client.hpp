@@ -175,8 +175,12 @@ class Client {
                                               const std::string& signal,
                                               const Args& signal_args = {});
   // Runs a query handler. FailedPrecondition when the workflow rejects or fails the query.
+  // The server answers once the workflow's worker does, which may wait for its workflow task (a
+  // local activity's, up to its renewal): `timeout` bounds the wait (DeadlineExceeded after it;
+  // zero = the connection's rpc_timeout, at least 30 s).
   core::Result<Json> query_workflow(const std::string& workflow_id, const std::string& run_id,
-                                    const std::string& query, const Args& args = {});
+                                    const std::string& query, const Args& args = {},
+                                    std::chrono::milliseconds timeout = {});
   core::Status cancel_workflow(const std::string& workflow_id, const std::string& run_id = "",
                                const std::string& reason = "");
   core::Status terminate_workflow(const std::string& workflow_id, const std::string& run_id = "",
