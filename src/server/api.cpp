@@ -444,8 +444,9 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
   // query buffer is full: ResourceExhausted): asked again after 25 ms, doubling, six times in
   // all. Other errors (no worker answers: a query's own deadline) are not asked again.
   // `timeout`: how long the query may wait (zero = the client's default).
-  auto agent_output = [&](const std::string& id, std::chrono::milliseconds timeout =
-                                                     {}) -> Result<durable::AgentOutputReply> {
+  auto agent_output =
+      [&](const std::string& id,
+          std::chrono::milliseconds timeout = {}) -> Result<durable::AgentOutputReply> {
     Result<durable::AgentOutputReply> reply = core::unavailable("");
     auto pause = std::chrono::milliseconds(25);
     for (int attempt = 0; attempt < 6; ++attempt) {
@@ -555,8 +556,7 @@ HttpReply Api::route(const HttpRequest& r, const Caller& caller) {
       // the POST's deadline.
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      if (auto reply = agent_output(id, std::max(left, std::chrono::milliseconds(1)));
-          reply.ok()) {
+      if (auto reply = agent_output(id, std::max(left, std::chrono::milliseconds(1))); reply.ok()) {
         if (const auto* t = durable::find_turn(reply->turns, message_id)) return *t;
         if (const auto* m = durable::find_rejected(reply->rejected, message_id))
           return core::invalid_argument("the conversation refused the message: " + m->error +
