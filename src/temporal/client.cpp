@@ -241,7 +241,28 @@ core::Result<Json> Client::query_workflow(const std::string& workflow_id, const 
   std::string what = "query '" + query + "' on workflow " + workflow_id;
   if (timeout <= std::chrono::milliseconds::zero())
     timeout = std::max(conn_->options().rpc_timeout, std::chrono::milliseconds(30000));
-  CODEACT_TRY(auto resp, conn_->call(&WorkflowService::Stub::QueryWorkflow, req, what, timeout));
+  // While the workflow's task is busy (a local activity runs in it) the server holds queries
+  // until the task ends or is renewed, and refuses any past its buffer (one by default:
+  // history.MaxBufferedQueryCount) with ResourceExhausted "consistent query buffer is full".
+  // Such a query is asked again until the deadline: two watchers of one run (`codeact run` and
+  // the web page) must both get their answer, not an error.
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  auto wait = std::chrono::milliseconds(100);
+  core::Result<internal::wsv1::QueryWorkflowResponse> answer = core::internal_error(what);
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    answer = conn_->call(&WorkflowService::Stub::QueryWorkflow, req, what,
+                         std::max(left, std::chrono::milliseconds(1)));
+    const bool buffer_full = !answer.ok() &&
+                             answer.error().code() == core::Code::kResourceExhausted &&
+                             answer.error().message().find("query buffer") != std::string::npos;
+    if (!buffer_full || Clock::now() + wait >= deadline) break;
+    std::this_thread::sleep_for(wait);
+    wait = std::min(wait * 2, std::chrono::milliseconds(1000));
+  }
+  CODEACT_TRY(auto resp, std::move(answer));
   if (resp.has_query_rejected())
     return core::failed_precondition(what + ": rejected (workflow status " +
                                      status_name(resp.query_rejected().status()) + ")");

@@ -21,20 +21,25 @@ namespace fs = std::filesystem;
 // 30 ms to 100-200 ms after its first dozen steps; a Python SDK worker saw the same). The dev
 // server has one shard, so that limit is every run's; raised here.
 std::vector<std::string> server_argv(const DevServerOptions& o, const std::string& cli, int port) {
-  return {cli,
-          "server",
-          "start-dev",
-          "--headless",
-          "--ip",
-          "127.0.0.1",
-          "--port",
-          std::to_string(port),
-          "--db-filename",
-          o.db_file,
-          "--log-level",
-          o.log_level,
-          "--dynamic-config-value",
-          "history.transferProcessorMaxPollRPS=10000"};
+  std::vector<std::string> argv = {cli,
+                                   "server",
+                                   "start-dev",
+                                   "--headless",
+                                   "--ip",
+                                   "127.0.0.1",
+                                   "--port",
+                                   std::to_string(port),
+                                   "--db-filename",
+                                   o.db_file,
+                                   "--log-level",
+                                   o.log_level,
+                                   "--dynamic-config-value",
+                                   "history.transferProcessorMaxPollRPS=10000"};
+  if (o.max_buffered_queries > 0) {
+    argv.push_back("--dynamic-config-value");
+    argv.push_back("history.MaxBufferedQueryCount=" + std::to_string(o.max_buffered_queries));
+  }
+  return argv;
 }
 
 }  // namespace

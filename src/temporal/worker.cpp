@@ -135,6 +135,10 @@ constexpr std::chrono::milliseconds kPollTimeout{std::chrono::seconds(70)};
 // longer (otherwise the activity is run again, after its heartbeat or start-to-close timeout).
 constexpr std::chrono::milliseconds kRespondPatience{std::chrono::seconds(10)};
 constexpr std::chrono::milliseconds kActivityResultPatience{std::chrono::minutes(2)};
+// While local activities run, how long a workflow task that carries queries is held before it
+// is completed to answer them. Each answer costs the history a workflow task (three events), so
+// a run watched without pause renews its task about this often instead of every 8 s.
+constexpr std::chrono::milliseconds kQueryAnswerDelay{std::chrono::seconds(2)};
 }  // namespace
 
 void Worker::Impl::workflow_poller(bool sticky) {
@@ -370,9 +374,17 @@ void Worker::Impl::complete_workflow_task(internal::wsv1::PollWorkflowTaskQueueR
     return std::chrono::steady_clock::now() + state.workflow_task_timeout() * 4 / 5;
   };
   auto deadline = task_begin + state.workflow_task_timeout() * 4 / 5;
+  // Queries the server held for this run while its task was busy come with the next task, and
+  // are answered only when that one completes: a task that carries some is completed (as a
+  // heartbeat) at once, not at 4/5 of its timeout, but at most once every kQueryAnswerDelay.
+  auto last_query_answer = std::chrono::steady_clock::now() - kQueryAnswerDelay;
+  auto queries_due = [&] {
+    return !task.queries().empty() &&
+           std::chrono::steady_clock::now() - last_query_answer >= kQueryAnswerDelay;
+  };
   for (;;) {
     start_local();
-    while (state.has_waiting_local_activities() && !is_stopping()) {
+    while (state.has_waiting_local_activities() && !is_stopping() && !queries_due()) {
       for (int64_t seq : local.running())
         if (!state.local_activity_waiting(seq)) local.cancel(seq);  // cancelled by the workflow
       auto outcome = local.next(
@@ -397,6 +409,7 @@ void Worker::Impl::complete_workflow_task(internal::wsv1::PollWorkflowTaskQueueR
     req.set_identity(identity);
     req.set_worker_instance_key(instance_key);
     for (auto& c : state.take_commands()) *req.add_commands() = std::move(c);
+    if (!task.queries().empty()) last_query_answer = std::chrono::steady_clock::now();
     for (const auto& [id, q] : task.queries()) {
       auto answer = state.query(q.query_type(), internal::decode_payloads(q.query_args()));
       auto& out = (*req.mutable_query_results())[id];

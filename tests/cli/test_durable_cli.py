@@ -330,6 +330,67 @@ def test_no_credential_in_workflow_history_or_container(cli, temporal_server, wi
     assert secret not in json.dumps(model.requests)
 
 
+def test_progress_is_answered_while_a_long_local_model_request_runs(cli, temporal_server, wid, config,
+                                                                   worker_factory):
+    # Model requests are local activities: they run inside the workflow task, which the worker
+    # renews every 8 s (4/5 of the 10 s task timeout) while one runs. A `progress` query must be
+    # answered at a renewal, long before the model does, and show the step the model is on.
+    queue = f"q-{uuid.uuid4().hex[:6]}"
+    worker_factory(queue)
+    thinking = threading.Event()
+    answered = {}
+
+    def on_request(k, body):
+        if k == 1:
+            thinking.set()
+
+    model = ScriptedModel([python_turn("call_1", "6 * 7"), {"content": "It is 42."}],
+                          on_request=on_request, delays={1: 25})
+    script = f"""
+import asyncio, json, time
+from temporalio.client import Client
+
+async def main():
+    client = await Client.connect("{temporal_server}")
+    handle = client.get_workflow_handle("{wid}")
+    t0 = time.monotonic()
+    progress = await asyncio.wait_for(handle.query("progress", {{"since": 0}}), 60)
+    print(json.dumps({{"seconds": time.monotonic() - t0, "progress": progress}}))
+
+asyncio.run(main())
+import os, sys
+sys.stdout.flush()
+os._exit(0)  # temporalio's native runtime may crash at interpreter teardown (see above)
+"""
+    run = subprocess.Popen([cli.bin, "run", "--temporal", temporal_server, "--model", model.model_flag, "--prompts",
+                            PROMPTS, "--config", config, "--workflow-id", wid, "--no-worker", "--task-queue", queue,
+                            "--json", "Compute 6*7."], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert thinking.wait(120), "the model was never asked for step 2"
+        asked = time.monotonic()
+        q = subprocess.run([os.path.join(REPO, ".venv/bin/python"), "-c", script], capture_output=True, text=True,
+                           timeout=120)
+        answered["after_ask"] = time.monotonic() - asked
+        out, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        model.close()
+    assert q.returncode == 0, q.stderr
+    got = json.loads(q.stdout.strip().splitlines()[-1])
+    print(f"progress answered {got['seconds']:.1f} s after it was asked, "
+          f"{answered['after_ask']:.1f} s into a 25 s model request")
+    # Answered at the task's first renewal (8 s into the request), long before the model answers
+    # (25 s): a query held for a second renewal (16 s) was the bug this guards against. The cell's
+    # result is in and the second model request started, not finished.
+    assert answered["after_ask"] < 13, answered
+    kinds = [(e["event_kind"], e.get("run_step")) for e in got["progress"]["events"]]
+    assert ("tool_result", 1) in kinds and ("model_request_start", 2) in kinds, kinds
+    assert ("model_response", 2) not in kinds and not any(k == "final_result" for k, _ in kinds), kinds
+    assert run.returncode == 0, err
+    assert json.loads(out)["output"] == "It is 42."
+
+
 def test_chat_workflow_driven_by_the_python_temporalio_client(cli, temporal_server, wid, config, worker_factory):
     queue = f"q-{uuid.uuid4().hex[:6]}"
     worker_factory(queue)

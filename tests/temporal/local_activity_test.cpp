@@ -162,6 +162,48 @@ TEST_F(LocalActivityTest, OneLongerThanTheWorkflowTaskTimeoutKeepsTheTaskAlive) 
   save_history(opts.id, "local_slow_task_renewed");
 }
 
+// A server as clusters are by default: one query held per busy workflow task. Several watchers
+// querying while a local activity runs must all get their answer (the client asks again when the
+// server says its query buffer is full), none an error.
+TEST_F(LocalActivityTest, SeveralQueriesWhileOneRunsAreAllAnsweredOnAServerThatHoldsOne) {
+  const auto dir = std::filesystem::temp_directory_path() / unique_name("one-query-buffer");
+  std::filesystem::create_directories(dir);
+  DevServerOptions so;
+  so.db_file = (dir / "temporal.db").string();
+  so.log_file = (dir / "temporal.log").string();
+  so.max_buffered_queries = 0;  // the server's default: 1
+  auto server = codeact::temporal::DevServer::start(so);
+  ASSERT_TRUE(server.ok()) << server.error().to_string();
+  auto client = server->client();
+  ASSERT_TRUE(client.ok()) << client.error().to_string();
+  client_.emplace(std::move(*client));
+  start_local_worker();
+  auto opts = start_options("local-queried");
+  opts.task_timeout = 2s;
+  ASSERT_TRUE(client_->start_workflow("Slow", {5000}, opts).ok());
+  std::this_thread::sleep_for(500ms);  // the local activity runs, its workflow task is busy
+
+  constexpr int kWatchers = 4;
+  std::vector<core::Result<Json>> answers(kWatchers, core::internal_error("not asked"));
+  std::vector<std::thread> watchers;
+  for (int i = 0; i < kWatchers; ++i) {
+    watchers.emplace_back(
+        [&, i] { answers[i] = client_->query_workflow(opts.id, "", "state", {}, 15s); });
+  }
+  for (auto& t : watchers) t.join();
+  for (int i = 0; i < kWatchers; ++i) {
+    ASSERT_TRUE(answers[i].ok()) << "watcher " << i << ": " << answers[i].error().to_string();
+    EXPECT_EQ(*answers[i], "sleeping");
+  }
+  auto result = client_->get_result(opts.id, "", 60s);
+  ASSERT_TRUE(result.ok()) << result.failure().to_string();
+  EXPECT_EQ(*result, "slept");
+  worker_->shutdown(5s);
+  worker_.reset();
+  server->stop();
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(LocalActivityTest, ABackoffLongerThanTheThresholdGoesOnAsANormalActivity) {
   g_fallback_calls = 0;
   start_local_worker();

@@ -79,6 +79,7 @@ inline core::Result<Json> slow_local(ActivityContext& ctx, const Args& args) {
 }
 
 inline Task<Json> slow_workflow(WorkflowContext& ctx, Args args) {
+  ctx.set_query_handler("state", [](const Args&) { return Json("sleeping"); });
   LocalActivityOptions o = quick_local();
   o.start_to_close_timeout = 30s;
   auto r = co_await ctx.execute_local_activity("slow_local", args.at(0), o);

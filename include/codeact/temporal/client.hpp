@@ -177,7 +177,9 @@ class Client {
   // Runs a query handler. FailedPrecondition when the workflow rejects or fails the query.
   // The server answers once the workflow's worker does, which may wait for its workflow task (a
   // local activity's, up to its renewal): `timeout` bounds the wait (DeadlineExceeded after it;
-  // zero = the connection's rpc_timeout, at least 30 s).
+  // zero = the connection's rpc_timeout, at least 30 s). A query the server refuses because
+  // other queries already wait for that task ("consistent query buffer is full") is asked again
+  // within the same timeout.
   core::Result<Json> query_workflow(const std::string& workflow_id, const std::string& run_id,
                                     const std::string& query, const Args& args = {},
                                     std::chrono::milliseconds timeout = {});

@@ -34,6 +34,10 @@ struct DevServerOptions {
   bool detached = false;
   std::string pid_file;  // detached: where the server's pid is written ("" = nowhere)
   std::chrono::milliseconds ready_timeout{std::chrono::seconds(60)};
+  // Queries the server holds for one workflow while its task is busy (a local activity runs in
+  // it), as history.MaxBufferedQueryCount; past it a query is refused with "consistent query
+  // buffer is full". 0 = the server's own default, 1.
+  int max_buffered_queries = 16;
 };
 
 class DevServer {
