@@ -5,7 +5,8 @@
 #   scripts/setup.sh [--no-image] [--build-dir DIR]
 #
 # Steps: Debian packages (scripts/deps/*.apt), the Python venv for test harnesses and the Temporal
-# dev server (scripts/deps/*.pip -> .venv), the CMake build, the sandbox image.
+# dev server (scripts/deps/*.pip -> .venv), the CMake build, the sandbox image (built beside the
+# tests once the CLI is: they need nothing of each other).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
@@ -57,10 +58,31 @@ say "Build ($BUILD_DIR)"
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
-cmake --build "$BUILD_DIR" -j"${CODEACT_BUILD_JOBS:-2}"
-
-if [ "$WITH_IMAGE" = 1 ]; then
-  say "Sandbox image"
-  "$BUILD_DIR/src/cli/codeact" image build
+jobs="${CODEACT_BUILD_JOBS:-2}"
+if [ "$WITH_IMAGE" != 1 ]; then
+  cmake --build "$BUILD_DIR" -j"$jobs"
+  say "Setup done"
+  exit 0
+fi
+# The sandbox image needs only the CLI: it is built (debootstrap and apt, mostly network and disk)
+# while the compiler builds the tests, and its log is shown once both are done.
+cmake --build "$BUILD_DIR" -j"$jobs" --target codeact
+image_log="$BUILD_DIR/image-build.log"
+echo "(the sandbox image is built meanwhile; its log: $image_log)"
+"$BUILD_DIR/src/cli/codeact" image build >"$image_log" 2>&1 &
+image_pid=$!
+build_status=0
+cmake --build "$BUILD_DIR" -j"$jobs" || build_status=$?
+image_status=0
+wait "$image_pid" || image_status=$?
+say "Sandbox image"
+cat "$image_log"
+if [ "$build_status" != 0 ]; then
+  echo "setup.sh: the build failed (see above)" >&2
+  exit "$build_status"
+fi
+if [ "$image_status" != 0 ]; then
+  echo "setup.sh: building the sandbox image failed (its log is above)" >&2
+  exit "$image_status"
 fi
 say "Setup done"

@@ -35,6 +35,15 @@ cd "$BUILD_DIR"
 logs="$BUILD_DIR/test-logs"
 mkdir -p "$logs"
 
+# The fuzz targets (a second build, with clang) are compiled while ctest runs, at the idle
+# scheduling class: they take only CPU time the tests leave unused, so the tests' timing is as
+# without them, and the fuzzing afterwards starts at once. Their log is shown before the fuzzing.
+fuzz_build_pid=""
+if [ $# = 0 ] && [ "${CODEACT_TEST_FUZZ:-1}" != 0 ]; then
+  chrt --idle 0 nice -n 19 "$ROOT/scripts/fuzz.sh" --build-only >"$logs/fuzz-build.log" 2>&1 &
+  fuzz_build_pid=$!
+fi
+
 printf '\n== Tests\n'
 ctest_status=0
 ctest --output-on-failure --timeout 900 -j"${CODEACT_TEST_JOBS:-1}" "$@" 2>&1 |
@@ -64,6 +73,11 @@ count "$logs/ctest.log"
 [ "$ctest_status" = 0 ] || [ "$failed" -gt 0 ] || failed=1
 
 if [ "${CODEACT_TEST_FUZZ:-1}" != 0 ]; then
+  fuzz_build_status=0
+  wait "$fuzz_build_pid" || fuzz_build_status=$?
+  printf '\n== Fuzz targets built beside the tests (status %s)\n' "$fuzz_build_status"
+  tail -n 5 "$logs/fuzz-build.log"
+  # A failed build is built again here, in the open, where its errors show and count.
   "$ROOT/scripts/fuzz.sh" --all --seconds "${CODEACT_FUZZ_SECONDS:-50}" --jobs 2 2>&1 |
     tee "$logs/fuzz.log" || true
   count "$logs/fuzz.log"
