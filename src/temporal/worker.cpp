@@ -135,9 +135,9 @@ constexpr std::chrono::milliseconds kPollTimeout{std::chrono::seconds(70)};
 // longer (otherwise the activity is run again, after its heartbeat or start-to-close timeout).
 constexpr std::chrono::milliseconds kRespondPatience{std::chrono::seconds(10)};
 constexpr std::chrono::milliseconds kActivityResultPatience{std::chrono::minutes(2)};
-// While local activities run, how long a workflow task that carries queries is held before it
-// is completed to answer them. Each answer costs the history a workflow task (three events), so
-// a run watched without pause renews its task about this often instead of every 8 s.
+// While local activities run, the shortest time between two completions of a workflow task made
+// to answer the queries it carries. Each costs the history a workflow task (three events), so a
+// run watched without pause renews its task about this often instead of every 8 s.
 constexpr std::chrono::milliseconds kQueryAnswerDelay{std::chrono::seconds(2)};
 }  // namespace
 
